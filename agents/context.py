@@ -1,0 +1,31 @@
+"""What every node of a run may use but the model never fills in: who the customer is and
+where the shop's records live. Passed as LangGraph's run context, never checkpointed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Real imports, not TYPE_CHECKING ones: tools' schemas resolve these annotations at runtime.
+from agents.audit_log import AuditLog
+from agents.shop_data import ShopData
+
+
+@dataclass(frozen=True)
+class RetryBudget:
+    """How hard to try a provider that answers 429 or 5xx."""
+
+    attempts: int = 4
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    # A Retry-After longer than this is not waited for: the turn fails cleanly instead.
+    max_retry_after: float = 30.0
+
+
+@dataclass(frozen=True)
+class ShopContext:
+    thread_id: str
+    # From the session (`--customer`), never from what the model writes.
+    customer: str | None
+    shop: ShopData
+    audit: AuditLog
+    retry: RetryBudget = field(default_factory=RetryBudget)

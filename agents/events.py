@@ -1,0 +1,244 @@
+"""What the engine tells its fronts (TUI and CLI) while a turn runs.
+
+Plain dataclasses, no LangChain: the UI imports this module before the engine is loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+AgentName = Literal["order_agent", "refund_agent", "complaints_agent"]
+AGENTS: tuple[AgentName, ...] = ("order_agent", "refund_agent", "complaints_agent")
+AGENT_TITLES: dict[str, str] = {
+    "order_agent": "Order agent",
+    "refund_agent": "Refund agent",
+    "complaints_agent": "Complaints agent",
+}
+DEFAULT_AGENT: AgentName = "order_agent"
+
+Step = Literal[
+    "idle",
+    "extracting",
+    "checking_gate",
+    "correcting",
+    "calling_tool",
+    "waiting_for_approval",
+    "answering",
+    "handing_off",
+    "summarising",
+]
+STEP_LABELS: dict[str, str] = {
+    "idle": "idle",
+    "extracting": "extracting",
+    "checking_gate": "checking gate",
+    "correcting": "correcting",
+    "calling_tool": "calling a tool",
+    "waiting_for_approval": "waiting for approval",
+    "answering": "answering",
+    "handing_off": "handing off",
+    "summarising": "summarising",
+}
+
+ApprovalKind = Literal["refund_approval", "complaint_review"]
+REFUND_OPTIONS: tuple[str, ...] = ("approve", "reject", "escalate")
+COMPLAINT_OPTIONS: tuple[str, ...] = ("escalate_to_senior", "provide_compensation", "close_ticket")
+TurnStatus = Literal["done", "awaiting_approval", "error"]
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """A decision the graph is waiting for; `payload` is what the interrupt carried."""
+
+    thread_id: str
+    kind: ApprovalKind
+    options: tuple[str, ...]
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The `pending` object of the CLI contract."""
+        return {**self.payload, "kind": self.kind, "options": list(self.options)}
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """How a turn (or a resume) ended."""
+
+    thread_id: str
+    status: TurnStatus
+    reply: str
+    active_agent: str
+    pending: ApprovalRequest | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The `--json` object of `shopbot chat` and `shopbot resume`."""
+        out: dict[str, Any] = {
+            "thread_id": self.thread_id,
+            "status": self.status,
+            "reply": self.reply,
+            "active_agent": self.active_agent,
+            "pending": self.pending.to_json() if self.pending else None,
+        }
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+@dataclass(frozen=True)
+class TokenDelta:
+    """A piece of the reply being written, streamed from inside a specialist."""
+
+    agent: str
+    text: str
+
+
+@dataclass(frozen=True)
+class AgentChanged:
+    """The active agent changed (a hand-off, or a thread was opened)."""
+
+    agent: str
+    previous: str | None = None
+
+
+@dataclass(frozen=True)
+class StepChanged:
+    """The active agent moved to another step; `attempt` counts corrections (1 or 2)."""
+
+    agent: str
+    step: Step
+    detail: str = ""
+    attempt: int | None = None
+
+
+@dataclass(frozen=True)
+class GateChecked:
+    """A gate ran on what the model extracted."""
+
+    agent: str
+    gate: str
+    ok: bool
+    detail: str
+    attempt: int = 0
+
+
+@dataclass(frozen=True)
+class HandedOff:
+    """One specialist handed the conversation to another."""
+
+    source: str
+    target: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ToolCalled:
+    """A tool call the model asked for, and what became of it."""
+
+    agent: str
+    tool: str
+    args: dict[str, Any]
+    outcome: Literal["executed", "refused", "failed"]
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Escalated:
+    """The conversation was handed to a human colleague."""
+
+    agent: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class LimitReached:
+    """A brake stopped the turn (recursion, hand-off cap, repeated tool call)."""
+
+    agent: str
+    limit: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Retrying:
+    """The provider failed transiently; the call is retried after `delay` seconds."""
+
+    agent: str
+    attempt: int
+    delay: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class ApprovalRequested:
+    """The graph paused for a human decision."""
+
+    request: ApprovalRequest
+
+
+@dataclass(frozen=True)
+class ReplyDone:
+    """A complete assistant reply (the streamed tokens, final and exact)."""
+
+    agent: str
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnFailed:
+    """The turn could not finish; the conversation is intact and usable."""
+
+    kind: Literal["provider", "internal"]
+    message: str
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    """Always the last event of a stream."""
+
+    result: TurnResult
+
+
+EngineEvent = (
+    TokenDelta
+    | AgentChanged
+    | StepChanged
+    | GateChecked
+    | HandedOff
+    | ToolCalled
+    | Escalated
+    | LimitReached
+    | Retrying
+    | ApprovalRequested
+    | ReplyDone
+    | TurnFailed
+    | TurnFinished
+)
+
+
+def _first_sentence(text: str, width: int = 90) -> str:
+    sentence = text.split(". ", maxsplit=1)[0].strip()
+    return sentence if len(sentence) <= width else sentence[: width - 1] + "…"
+
+
+def note_for(event: EngineEvent) -> str | None:
+    """The quiet system line a person sees for an event, in the chat and in the transcript."""
+    if isinstance(event, HandedOff):
+        return f"→ handed to {AGENT_TITLES.get(event.target, event.target)}"
+    if isinstance(event, GateChecked) and not event.ok:
+        return f"gate: {event.gate.replace('_', ' ')} rejected: {_first_sentence(event.detail)}"
+    if isinstance(event, StepChanged) and event.step == "correcting":
+        return f"correcting ({event.detail})"
+    if isinstance(event, Escalated):
+        return f"escalated to a human ({event.reason})"
+    if isinstance(event, LimitReached):
+        return f"stopped by a safety limit: {event.detail}"
+    if isinstance(event, ToolCalled) and event.outcome != "executed":
+        return f"{event.tool} {event.outcome}: {_first_sentence(event.detail)}"
+    if isinstance(event, ApprovalRequested):
+        return f"waiting for a human decision: {event.request.kind.replace('_', ' ')}"
+    if isinstance(event, Retrying):
+        return f"provider busy, retrying in {event.delay:.1f}s ({event.reason})"
+    if isinstance(event, TurnFailed):
+        return f"⚠ {event.message}"
+    return None

@@ -1,0 +1,342 @@
+"""The one door to the engine for the TUI and the CLI: run a turn, answer an approval,
+list threads, read transcripts and the audit log. Fronts never see graphs or messages."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import Any
+
+import aiosqlite
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.errors import GraphRecursionError
+from langgraph.types import Command
+
+from agents.audit_log import AuditLog
+from agents.context import RetryBudget, ShopContext
+from agents.events import (
+    DEFAULT_AGENT,
+    AgentChanged,
+    ApprovalRequest,
+    ApprovalRequested,
+    EngineEvent,
+    LimitReached,
+    ReplyDone,
+    StepChanged,
+    TokenDelta,
+    TurnFailed,
+    TurnFinished,
+    TurnResult,
+    note_for,
+)
+from agents.graph import build_graph
+from agents.history import repair_tail
+from agents.model_factory import make_model
+from agents.provider import ProviderUnavailable
+from agents.redaction import register_secret
+from agents.replies import LIMIT_REACHED, TURN_FAILED_NOTE
+from agents.settings import Settings
+from agents.shop_data import ShopData
+from agents.specialists.spec import RECURSION_LIMIT
+from agents.sqlite_store import StorageError
+from agents.text_safety import MessageRejected, clean_message
+from agents.thread_registry import ChatLine, ThreadInfo, ThreadRegistry, validate_thread_id
+
+log = logging.getLogger("shopbot.engine")
+
+
+class InputError(Exception):
+    """Bad input from a person: nothing happened, and the message says what to do instead."""
+
+
+class ShopBotEngine:
+    """`async with ShopBotEngine(settings) as engine:` opens the stores and the graph."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        model: BaseChatModel | None = None,
+        retry: RetryBudget | None = None,
+    ) -> None:
+        self.settings = settings
+        self.model = model or make_model(settings)
+        self.retry = retry or RetryBudget()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._connection: aiosqlite.Connection | None = None
+        self.graph: Any = None
+
+    @property
+    def model_label(self) -> str:
+        if self.settings.offline or self.model._llm_type == "shopbot-offline-demo":
+            return "offline demo"
+        return self.settings.model_name
+
+    async def start(self) -> None:
+        for secret in self.settings.secrets():
+            register_secret(secret)
+        self.shop = ShopData(self.settings.shop_path)
+        self.audit = AuditLog(self.settings.audit_path, secrets=self.settings.secrets())
+        self.threads = ThreadRegistry(self.settings.threads_path)
+        path = self.settings.checkpoints_path
+        try:
+            self._connection = await aiosqlite.connect(path)
+            await self._connection.execute("PRAGMA journal_mode = WAL")
+            await self._connection.execute("PRAGMA synchronous = NORMAL")
+            saver = AsyncSqliteSaver(self._connection)
+            await saver.setup()
+        except aiosqlite.DatabaseError as exc:
+            await self.aclose()
+            raise StorageError(
+                f"The conversation store at {path} is damaged ({exc}). Nothing was changed. "
+                f"Move the file aside (for example: mv '{path}' '{path}.damaged') and start again."
+            ) from exc
+        self.graph = build_graph(self.model, saver)
+
+    async def aclose(self) -> None:
+        if self._connection is not None:
+            await self._connection.close()
+            self._connection = None
+        for store in ("shop", "audit", "threads"):
+            if hasattr(self, store):
+                getattr(self, store).close()
+
+    async def __aenter__(self) -> ShopBotEngine:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # --- reading ---------------------------------------------------------------------
+
+    def list_threads(self, limit: int = 200) -> list[ThreadInfo]:
+        return self.threads.list(limit=limit)
+
+    def thread(self, thread_id: str) -> ThreadInfo | None:
+        return self.threads.get(thread_id)
+
+    def transcript(self, thread_id: str, limit: int | None = None) -> list[ChatLine]:
+        return self.threads.lines(thread_id, limit=limit)
+
+    async def pending_approval(self, thread_id: str) -> ApprovalRequest | None:
+        """The decision this thread waits for, if any (it survives restarts)."""
+        state = await self.graph.aget_state(self._config(thread_id))
+        for pending in state.interrupts:
+            value = pending.value
+            if isinstance(value, dict) and "options" in value:
+                return ApprovalRequest(
+                    thread_id=thread_id,
+                    kind=value["kind"],
+                    options=tuple(value["options"]),
+                    payload={k: v for k, v in value.items() if k not in ("kind", "options")},
+                )
+        return None
+
+    async def active_agent(self, thread_id: str) -> str:
+        state = await self.graph.aget_state(self._config(thread_id))
+        return str(state.values.get("active_agent") or DEFAULT_AGENT)
+
+    # --- acting ----------------------------------------------------------------------
+
+    async def run_turn(
+        self, thread_id: str, text: str, *, customer: str | None = None
+    ) -> AsyncIterator[EngineEvent]:
+        """One customer message, answered: a stream of events ending with `TurnFinished`."""
+        thread_id = self._valid_thread_id(thread_id)
+        try:
+            message = clean_message(text)
+        except MessageRejected as exc:
+            raise InputError(str(exc)) from exc
+        customer = self._customer_for(thread_id, customer)
+        async with self._lock(thread_id):
+            if pending := await self.pending_approval(thread_id):
+                raise InputError(
+                    f"Thread {thread_id} is waiting for a decision ({pending.kind.replace('_', ' ')}"
+                    f": {', '.join(pending.options)}). Answer it first, e.g. "
+                    f"`shopbot resume {thread_id} {pending.options[0]}`; nothing was sent."
+                )
+            self.threads.ensure(thread_id, customer=customer)
+            self.threads.update(thread_id, title=message, count_turn=True)
+            self.threads.append_line(thread_id, "customer", message)
+            self.audit.append("turn_started", thread_id=thread_id, detail={"chars": len(message)})
+            graph_input = {"messages": [HumanMessage(content=message)]}
+            async for event in self._drive(graph_input, thread_id, customer):
+                yield event
+
+    async def resume(self, thread_id: str, decision: str) -> AsyncIterator[EngineEvent]:
+        """Answer the pending approval of `thread_id` and let the graph carry on."""
+        thread_id = self._valid_thread_id(thread_id)
+        info = self.threads.get(thread_id)
+        if info is None:
+            raise InputError(f"Unknown thread {thread_id!r}: `shopbot threads` lists them.")
+        async with self._lock(thread_id):
+            pending = await self.pending_approval(thread_id)
+            if pending is None:
+                raise InputError(f"Thread {thread_id} has no decision pending; nothing to resume.")
+            choice = decision.strip().lower()
+            if choice not in pending.options:
+                raise InputError(
+                    f"{decision.strip()!r} is not an option for this "
+                    f"{pending.kind.replace('_', ' ')}; choose one of: {', '.join(pending.options)}."
+                )
+            self.threads.append_line(thread_id, "note", f"decision: {choice}")
+            async for event in self._drive(Command(resume=choice), thread_id, info.customer):
+                yield event
+
+    async def send(self, thread_id: str, text: str, *, customer: str | None = None) -> TurnResult:
+        """`run_turn` for callers that only want the outcome."""
+        return await _outcome(self.run_turn(thread_id, text, customer=customer))
+
+    async def decide(self, thread_id: str, decision: str) -> TurnResult:
+        return await _outcome(self.resume(thread_id, decision))
+
+    # --- internals ---------------------------------------------------------------------
+
+    def _config(self, thread_id: str) -> dict[str, Any]:
+        return {"configurable": {"thread_id": thread_id}, "recursion_limit": RECURSION_LIMIT}
+
+    def _lock(self, thread_id: str) -> asyncio.Lock:
+        lock = self._locks.setdefault(thread_id, asyncio.Lock())
+        if lock.locked():
+            raise InputError(f"Thread {thread_id} is already answering a message; wait for it.")
+        return lock
+
+    @staticmethod
+    def _valid_thread_id(thread_id: str) -> str:
+        try:
+            return validate_thread_id(thread_id)
+        except ValueError as exc:
+            raise InputError(str(exc)) from exc
+
+    def _customer_for(self, thread_id: str, customer: str | None) -> str | None:
+        customer = " ".join(customer.split()) if customer else None
+        info = self.threads.get(thread_id)
+        known = info.customer if info else None
+        if customer and known and customer.casefold() != known.casefold():
+            raise InputError(
+                f"Thread {thread_id} belongs to customer {known}; start a new thread for {customer}."
+            )
+        return customer or known
+
+    async def _drive(
+        self, graph_input: Any, thread_id: str, customer: str | None
+    ) -> AsyncIterator[EngineEvent]:
+        config = self._config(thread_id)
+        context = ShopContext(thread_id, customer, self.shop, self.audit, self.retry)
+        agent = await self.active_agent(thread_id)
+        yield AgentChanged(agent=agent)
+        reply = ""
+        failure: TurnFailed | None = None
+        try:
+            async for namespace, mode, data in self.graph.astream(
+                graph_input,
+                config,
+                context=context,
+                stream_mode=["messages", "custom"],
+                subgraphs=True,
+            ):
+                if mode == "messages":
+                    chunk, _ = data
+                    if isinstance(chunk, AIMessageChunk) and (piece := chunk.text):
+                        yield TokenDelta(agent=_agent_of(namespace, agent), text=piece)
+                    continue
+                if isinstance(data, AgentChanged):
+                    agent = data.agent
+                if isinstance(data, ReplyDone):
+                    reply = data.text
+                self._note(thread_id, data)
+                yield data
+        except ProviderUnavailable as exc:
+            failure = TurnFailed(kind="provider", message=str(exc))
+        except GraphRecursionError:
+            reply = LIMIT_REACHED
+            detail = {"limit": "recursion", "detail": f"more than {RECURSION_LIMIT} steps"}
+            self.audit.append("limit_reached", thread_id=thread_id, agent=agent, detail=detail)
+            for event in (LimitReached(agent, **detail), ReplyDone(agent, reply)):
+                self._note(thread_id, event)
+                yield event
+        except Exception as exc:
+            log.exception("turn failed on thread %s", thread_id)
+            failure = TurnFailed(
+                kind="internal",
+                message=f"Something went wrong inside ShopBot ({type(exc).__name__}).",
+            )
+        if failure is not None:
+            self._note(thread_id, failure)
+            yield failure
+        result = await self._finish(
+            thread_id, config, reply, failure, closing=reply == LIMIT_REACHED
+        )
+        yield TurnFinished(result)
+
+    async def _finish(
+        self,
+        thread_id: str,
+        config: dict[str, Any],
+        reply: str,
+        failure: TurnFailed | None,
+        *,
+        closing: bool,
+    ) -> TurnResult:
+        state = await self.graph.aget_state(config)
+        pending = await self.pending_approval(thread_id)
+        if (failure is not None or closing) and pending is None:
+            # The thread must not point at the failed node, nor keep a history Mistral rejects.
+            messages = state.values.get("messages", [])
+            note = LIMIT_REACHED if closing else TURN_FAILED_NOTE
+            repair = repair_tail(messages, note)
+            if closing and not any(isinstance(m, AIMessage) and m.text == note for m in repair):
+                repair.append(AIMessage(content=note))
+            await self.graph.aupdate_state(config, {"messages": repair}, as_node="end_turn")
+            state = await self.graph.aget_state(config)
+        agent = str(state.values.get("active_agent") or DEFAULT_AGENT)
+        if pending is not None:
+            event = ApprovalRequested(pending)
+            self._note(thread_id, event)
+            status = "awaiting_approval"
+        else:
+            status = "error" if failure is not None else "done"
+        if reply:
+            self.threads.append_line(thread_id, "assistant", reply, agent=agent)
+        self.threads.update(
+            thread_id, active_agent=agent, status="idle" if status == "done" else status
+        )
+        self.audit.append(
+            "turn_finished", thread_id=thread_id, agent=agent, detail={"status": status}
+        )
+        return TurnResult(
+            thread_id=thread_id,
+            status=status,
+            reply=reply,
+            active_agent=agent,
+            pending=pending,
+            error=failure.message if failure else None,
+        )
+
+    def _note(self, thread_id: str, event: EngineEvent) -> None:
+        if (line := note_for(event)) is not None:
+            self.threads.append_line(thread_id, "note", line)
+
+
+def _agent_of(namespace: tuple[str, ...], fallback: str) -> str:
+    """The specialist a streamed token comes from: the first namespace segment names it."""
+    return namespace[0].split(":", 1)[0] if namespace else fallback
+
+
+async def _outcome(events: AsyncIterator[EngineEvent]) -> TurnResult:
+    result: TurnResult | None = None
+    async for event in events:
+        if isinstance(event, TurnFinished):
+            result = event.result
+    assert result is not None, "every event stream ends with TurnFinished"
+    return result
+
+
+__all__ = ["InputError", "ShopBotEngine", "StepChanged"]

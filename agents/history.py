@@ -1,0 +1,111 @@
+"""Views of the conversation that keep Mistral's history rules, and repairs after a failed turn.
+
+Mistral rejects a history where a tool call is unanswered, a user message follows a tool
+message, or a system message is not first. Our state is kept valid by construction; these
+helpers build the narrower views we send for extraction and mend a turn that was cut short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages.tool import ToolCall
+
+# An extraction reads the recent exchange, not the whole conversation: bounded prompt tokens.
+EXTRACTION_WINDOW = 12
+
+
+def text_of(message: BaseMessage) -> str:
+    """The visible text of a message, whatever shape its content has."""
+    return message.text if isinstance(message.text, str) else str(message.text)
+
+
+def is_final_reply(message: BaseMessage) -> bool:
+    return isinstance(message, AIMessage) and not message.tool_calls and bool(text_of(message))
+
+
+def dialogue_view(
+    messages: Sequence[AnyMessage], window: int = EXTRACTION_WINDOW
+) -> list[BaseMessage]:
+    """Customer messages and assistant replies only (no tool traffic), ending on the customer.
+
+    What an extraction needs to read, and always valid to send: it starts and ends with a
+    user message and holds no tool calls to answer.
+    """
+    view: list[BaseMessage] = [
+        HumanMessage(content=text_of(m))
+        if isinstance(m, HumanMessage)
+        else AIMessage(content=text_of(m))
+        for m in messages
+        if isinstance(m, HumanMessage) or is_final_reply(m)
+    ][-window:]
+    while view and not isinstance(view[0], HumanMessage):
+        view.pop(0)
+    while view and not isinstance(view[-1], HumanMessage):
+        view.pop()
+    return view
+
+
+def last_ai_message(messages: Sequence[AnyMessage]) -> AIMessage | None:
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return message
+    return None
+
+
+def answered_ids(messages: Sequence[AnyMessage]) -> set[str]:
+    """Ids of tool calls answered after the last assistant message."""
+    ids: set[str] = set()
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            ids.add(message.tool_call_id)
+        else:
+            break
+    return ids
+
+
+def unanswered_calls(messages: Sequence[AnyMessage]) -> list[ToolCall]:
+    """Tool calls of the last assistant message still waiting for their tool message.
+
+    Malformed calls (`invalid_tool_calls`) are included with `args` = {} and a
+    `malformed` marker in their name-less form, so each one is answered too.
+    """
+    if not messages or not isinstance(messages[-1], (AIMessage, ToolMessage)):
+        return []
+    ai = last_ai_message(messages)
+    if ai is None:
+        return []
+    done = answered_ids(messages)
+    calls: list[ToolCall] = [call for call in ai.tool_calls if call.get("id") not in done]
+    for bad in ai.invalid_tool_calls:
+        if bad.get("id") and bad["id"] not in done:
+            calls.append(
+                ToolCall(
+                    name=bad.get("name") or "",
+                    args={"__malformed__": bad.get("error") or ""},
+                    id=bad["id"],
+                )
+            )
+    return calls
+
+
+def tool_answer(call: ToolCall, content: str, *, error: bool = False) -> ToolMessage:
+    return ToolMessage(
+        content=content,
+        tool_call_id=call["id"] or "",
+        name=call["name"],
+        status="error" if error else "success",
+    )
+
+
+def repair_tail(messages: Sequence[AnyMessage], note: str) -> list[BaseMessage]:
+    """Messages to append so a turn cut short leaves a history the next turn can build on."""
+    repair: list[BaseMessage] = [
+        tool_answer(call, "Not executed: the turn was stopped before this call ran.", error=True)
+        for call in unanswered_calls(messages)
+    ]
+    tail = repair[-1] if repair else (messages[-1] if messages else None)
+    if isinstance(tail, ToolMessage):
+        repair.append(AIMessage(content=note))
+    return repair

@@ -1,0 +1,29 @@
+"""The chat model behind the graph: Mistral when a key is set, else the offline demo model."""
+
+from __future__ import annotations
+
+from langchain_core.language_models import BaseChatModel
+
+from agents.settings import Settings
+
+# A model call that takes longer than this is treated as a transient provider failure.
+REQUEST_TIMEOUT_S = 30
+
+
+def make_model(settings: Settings) -> BaseChatModel:
+    if settings.offline:
+        from agents.offline.demo_model import OfflineDemoModel
+
+        return OfflineDemoModel()
+    from langchain_mistralai import ChatMistralAI
+
+    # The endpoint is not passed: ChatMistralAI reads MISTRAL_BASE_URL itself.
+    # max_retries=1 means one attempt: our own loop (agents/provider.py) retries, honouring
+    # Retry-After, instead of the client's fixed 4-10 s waits that only cover transport errors.
+    return ChatMistralAI(
+        model=settings.model_name,
+        api_key=settings.api_key,
+        temperature=0,
+        timeout=REQUEST_TIMEOUT_S,
+        max_retries=1,
+    )

@@ -1,0 +1,1 @@
+"""The offline demo model: a deterministic, rule-based chat model for running without a key."""

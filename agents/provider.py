@@ -1,0 +1,132 @@
+"""Calling the model: retry what is transient, fail the turn cleanly when the provider is gone.
+
+`ChatMistralAI` retries only transport errors, and neither LangGraph's `RetryPolicy` nor
+LangChain's `ModelRetryMiddleware` honours a `Retry-After` header, so this small loop does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Sequence
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.errors import GraphBubbleUp
+from langgraph.runtime import Runtime
+
+from agents.context import RetryBudget, ShopContext
+from agents.events import Retrying
+from agents.redaction import redact
+from agents.reporting import report
+
+RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+class ProviderUnavailable(Exception):
+    """The model provider failed after retries; the message is safe to show."""
+
+
+def _retry_after_seconds(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        moment = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    import datetime as dt
+
+    return max(0.0, (moment - dt.datetime.now(dt.UTC)).total_seconds())
+
+
+def retry_delay(exc: BaseException, attempt: int, budget: RetryBudget) -> float | None:
+    """Seconds to wait before attempt `attempt + 1`, or None when `exc` is not worth retrying."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        if exc.response.status_code not in RETRYABLE_STATUS:
+            return None
+        asked = _retry_after_seconds(exc.response)
+        if asked is not None:
+            return asked if asked <= budget.max_retry_after else None
+    elif not isinstance(exc, httpx.TransportError):
+        return None
+    backoff = min(budget.max_delay, budget.base_delay * 2 ** (attempt - 1))
+    return backoff * random.uniform(0.8, 1.2)
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line for the customer-facing error: what failed, never a stack trace or a key."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        status = exc.response.status_code
+        if status in (401, 403):
+            return f"The model provider refused the API key (HTTP {status}); check MISTRAL_API_KEY."
+        if status == 429:
+            return "The model provider is rate limiting us (HTTP 429); try again in a moment."
+        if status >= 500:
+            return f"The model provider is unavailable (HTTP {status}); try again later."
+        return f"The model provider rejected the request (HTTP {status})."
+    if isinstance(exc, httpx.TimeoutException):
+        return "The model provider did not answer in time; try again later."
+    if isinstance(exc, httpx.TransportError):
+        return "The model provider cannot be reached; check the network or MISTRAL_BASE_URL."
+    return f"The model call failed ({type(exc).__name__})."
+
+
+def _is_provider_failure(exc: BaseException) -> bool:
+    return isinstance(exc, httpx.HTTPError)
+
+
+async def call_model(
+    model: Runnable[Any, Any],
+    messages: Sequence[BaseMessage],
+    runtime: Runtime[ShopContext],
+    *,
+    agent: str,
+    config: RunnableConfig | None = None,
+) -> Any:
+    """`model.ainvoke(messages)` with bounded, Retry-After-aware retries of transient failures.
+
+    Raises `ProviderUnavailable` (after a `provider_error` audit event) when the provider is
+    down; anything else the model raises (a parsing error, a hand-off) propagates unchanged.
+    """
+    budget = runtime.context.retry
+    for attempt in range(1, budget.attempts + 1):
+        try:
+            return await model.ainvoke(list(messages), config)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            if not _is_provider_failure(exc):
+                raise
+            delay = retry_delay(exc, attempt, budget) if attempt < budget.attempts else None
+            if delay is None:
+                message = describe_failure(exc)
+                report(
+                    runtime,
+                    kind="provider_error",
+                    agent=agent,
+                    detail={
+                        "message": message,
+                        "error": redact(str(exc))[:500],
+                        "attempts": attempt,
+                    },
+                )
+                raise ProviderUnavailable(message) from exc
+            report(
+                runtime,
+                Retrying(
+                    agent=agent,
+                    attempt=attempt,
+                    delay=round(delay, 2),
+                    reason=describe_failure(exc),
+                ),
+            )
+            await asyncio.sleep(delay)
+    raise AssertionError("unreachable: the last attempt either returns or raises")

@@ -1,0 +1,1 @@
+"""The three specialists, each a compiled subgraph: answer, extract, gate, correct, act."""

@@ -1,0 +1,57 @@
+"""The answering call: the specialist talks to the customer or asks for a tool."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, SystemMessage
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+
+from agents.context import ShopContext
+from agents.events import ReplyDone, StepChanged
+from agents.history import text_of
+from agents.prompts import specialist_prompt
+from agents.provider import call_model
+from agents.reporting import report
+from agents.specialists.spec import SpecialistSpec
+from agents.state import SpecialistState
+
+# What we say when a model returns neither text nor a tool call: Mistral would reject an
+# empty assistant message in the next request, and the customer deserves an answer.
+EMPTY_REPLY_FALLBACK = "I'm sorry, I didn't quite catch that. Could you tell me a bit more?"
+
+
+def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
+    answering_model = model.bind_tools(spec.tools, parallel_tool_calls=False)
+
+    async def respond(state: SpecialistState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
+        report(runtime, StepChanged(agent=spec.name, step="answering"))
+        # A gate verdict with no tool call to carry it (complaints) reaches the model here.
+        guidance = state.get("gate_error") if spec.extract_first else None
+        system = specialist_prompt(
+            spec.name,
+            customer=runtime.context.customer,
+            summary=state.get("summary", ""),
+            validated=state.get("validated"),
+            guidance=guidance,
+        )
+        reply = await call_model(
+            answering_model, [SystemMessage(system), *state["messages"]], runtime, agent=spec.name
+        )
+        assert isinstance(reply, AIMessage)
+        if not reply.tool_calls and not reply.invalid_tool_calls:
+            if not text_of(reply).strip():
+                reply = AIMessage(content=EMPTY_REPLY_FALLBACK, id=reply.id)
+            report(runtime, ReplyDone(agent=spec.name, text=text_of(reply)))
+        return {"messages": [reply]}
+
+    return respond
+
+
+def route_after_respond(state: SpecialistState) -> str:
+    last = state["messages"][-1]
+    if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
+        return "act"
+    return END

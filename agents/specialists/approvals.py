@@ -1,0 +1,166 @@
+"""Human decisions: a refund waits for approval, an upset customer's complaint for review.
+
+A node that calls `interrupt()` runs again from its start on resume, so each pause is two
+nodes: `request_*` records the request (once), `await_*` pauses and then acts (idempotently).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langchain_core.messages.tool import ToolCall
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+
+from agents.context import ShopContext
+from agents.events import (
+    COMPLAINT_OPTIONS,
+    REFUND_OPTIONS,
+    Escalated,
+    ReplyDone,
+    StepChanged,
+)
+from agents.history import tool_answer
+from agents.replies import COMPLAINT_DECISIONS, REFUND_DECISIONS
+from agents.reporting import report
+from agents.specialists.spec import SpecialistSpec
+from agents.specialists.tool_runner import run_tool
+from agents.state import SpecialistState
+from agents.tools.domain import process_refund
+
+
+def refund_approval_payload(
+    call: ToolCall, validated: dict[str, Any], checks: list[dict[str, Any]], customer: str | None
+) -> dict[str, Any]:
+    """What the approver sees: the validated refund, never the model's own arguments."""
+    return {
+        "kind": "refund_approval",
+        "message": "Refund approval required",
+        "order_id": validated["order_id"],
+        "customer": validated.get("customer") or customer,
+        "product": validated.get("product"),
+        "amount": validated["amount"],
+        "reason": validated["reason"],
+        "gates": checks,
+        "options": list(REFUND_OPTIONS),
+        "tool_call_id": call["id"],
+    }
+
+
+def _decide(payload: dict[str, Any]) -> str:
+    """Pause until a decision among the payload's options arrives; anything else asks again."""
+    decision = interrupt(payload)
+    while decision not in payload["options"]:
+        decision = interrupt(payload)
+    return str(decision)
+
+
+def _record_request(
+    spec: SpecialistSpec, runtime: Runtime[ShopContext], payload: dict[str, Any]
+) -> None:
+    summary = {k: v for k, v in payload.items() if k not in ("gates", "tool_call_id")}
+    report(runtime, StepChanged(agent=spec.name, step="waiting_for_approval"))
+    report(runtime, kind="approval_requested", agent=spec.name, detail=summary)
+
+
+def _record_decision(
+    spec: SpecialistSpec, runtime: Runtime[ShopContext], payload: dict[str, Any], decision: str
+) -> None:
+    report(
+        runtime,
+        kind="approval_decided",
+        agent=spec.name,
+        detail={"kind": payload["kind"], "decision": decision, "order_id": payload.get("order_id")},
+    )
+    if decision.startswith("escalate"):
+        reason = f"{payload['kind'].replace('_', ' ')}: escalated by the reviewer"
+        report(
+            runtime,
+            Escalated(spec.name, reason),
+            kind="escalated",
+            agent=spec.name,
+            detail={"reason": reason},
+        )
+
+
+def make_request_approval(spec: SpecialistSpec) -> Any:
+    async def request_approval(
+        state: SpecialistState, runtime: Runtime[ShopContext]
+    ) -> dict[str, Any]:
+        payload = state.get("approval")
+        assert payload is not None, "request_approval runs only after a refund was staged"
+        _record_request(spec, runtime, payload)
+        return {}
+
+    return request_approval
+
+
+def make_await_approval(spec: SpecialistSpec) -> Any:
+    async def await_approval(
+        state: SpecialistState, runtime: Runtime[ShopContext]
+    ) -> dict[str, Any]:
+        payload = state.get("approval")
+        assert payload is not None
+        decision = _decide(payload)
+        _record_decision(spec, runtime, payload, decision)
+        call = ToolCall(name="process_refund", args={}, id=payload["tool_call_id"])
+        if decision != "approve":
+            answer = tool_answer(call, REFUND_DECISIONS[decision])
+            return {"messages": [answer], "approval": None}
+        # The refund runs on the validated payload; the ledger makes a replay harmless.
+        args = {"order_id": payload["order_id"], "reason": payload["reason"]}
+        before = runtime.context.shop.refund_for(payload["order_id"])
+        answer = await run_tool(spec.name, process_refund, call, args, state, runtime)
+        record = runtime.context.shop.refund_for(payload["order_id"])
+        if before is None and record is not None:
+            report(
+                runtime,
+                kind="refund_processed",
+                agent=spec.name,
+                detail={
+                    "order_id": record.order_id,
+                    "reference": record.reference,
+                    "amount": str(record.amount),
+                },
+            )
+        return {"messages": [answer], "approval": None}
+
+    return await_approval
+
+
+def complaint_review_payload(state: SpecialistState, customer: str | None) -> dict[str, Any]:
+    validated = state.get("validated") or {}
+    return {
+        "kind": "complaint_review",
+        "message": "High-sentiment complaint requires human review",
+        "issue_summary": validated.get("issue_summary", ""),
+        "sentiment": validated.get("sentiment", ""),
+        "customer": customer,
+        "gates": state.get("gate_checks", []),
+        "options": list(COMPLAINT_OPTIONS),
+    }
+
+
+def make_request_review(spec: SpecialistSpec) -> Any:
+    async def request_review(
+        state: SpecialistState, runtime: Runtime[ShopContext]
+    ) -> dict[str, Any]:
+        payload = complaint_review_payload(state, runtime.context.customer)
+        _record_request(spec, runtime, payload)
+        return {"approval": payload}
+
+    return request_review
+
+
+def make_await_review(spec: SpecialistSpec) -> Any:
+    async def await_review(state: SpecialistState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
+        payload = state.get("approval")
+        assert payload is not None
+        decision = _decide(payload)
+        _record_decision(spec, runtime, payload, decision)
+        text = COMPLAINT_DECISIONS[decision]
+        report(runtime, ReplyDone(agent=spec.name, text=text))
+        return {"messages": [AIMessage(content=text)], "approval": None}
+
+    return await_review

@@ -1,0 +1,71 @@
+"""Assemble one specialist's subgraph from the shared nodes.
+
+order / refund:  START -> respond -> act -> (extract -> gate -> correct*) -> act -> respond
+                 act -> request_approval -> await_approval -> respond      (refunds)
+complaints:      START -> extract -> gate -> correct* -> request_review -> await_review
+                                          \\-> respond -> act (hand-offs only)
+any gate:        -> escalate (over the limit, or still wrong after 2 corrections)
+act:             -> stop_turn (a brake) | the parent graph (a hand-off)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+
+from agents.context import ShopContext
+from agents.specialists.answering import make_respond, route_after_respond
+from agents.specialists.approvals import (
+    make_await_approval,
+    make_await_review,
+    make_request_approval,
+    make_request_review,
+)
+from agents.specialists.endings import make_escalate, make_stop_turn
+from agents.specialists.extraction import make_correct, make_extract
+from agents.specialists.gating import make_gate
+from agents.specialists.spec import SpecialistSpec
+from agents.specialists.tool_calls import make_act
+from agents.state import ShopState, SpecialistState
+
+
+def build_specialist(spec: SpecialistSpec, model: BaseChatModel) -> Any:
+    graph = StateGraph(
+        SpecialistState, context_schema=ShopContext, input_schema=ShopState, output_schema=ShopState
+    )
+    pause = "request_review" if spec.review == "complaint" else "request_approval"
+    graph.add_node("respond", make_respond(spec, model))
+    graph.add_node(
+        "act",
+        make_act(spec),
+        destinations=("respond", "extract", "stop_turn", *(() if spec.review else (pause,))),
+    )
+    graph.add_node("extract", make_extract(spec, model))
+    graph.add_node(
+        "gate",
+        make_gate(spec),
+        destinations=("act", "respond", "correct", "escalate", *((pause,) if spec.review else ())),
+    )
+    graph.add_node("correct", make_correct(spec, model))
+    graph.add_node("escalate", make_escalate(spec))
+    graph.add_node("stop_turn", make_stop_turn(spec))
+
+    graph.add_edge(START, "extract" if spec.extract_first else "respond")
+    graph.add_conditional_edges("respond", route_after_respond, ["act", END])
+    graph.add_edge("extract", "gate")
+    graph.add_edge("correct", "gate")
+    graph.add_edge("escalate", END)
+    graph.add_edge("stop_turn", END)
+    if spec.review == "complaint":
+        graph.add_node("request_review", make_request_review(spec))
+        graph.add_node("await_review", make_await_review(spec))
+        graph.add_edge("request_review", "await_review")
+        graph.add_edge("await_review", END)
+    else:
+        graph.add_node("request_approval", make_request_approval(spec))
+        graph.add_node("await_approval", make_await_approval(spec))
+        graph.add_edge("request_approval", "await_approval")
+        graph.add_edge("await_approval", "respond")
+    return graph.compile(name=spec.name)

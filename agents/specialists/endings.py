@@ -1,0 +1,61 @@
+"""Ways a turn ends without the model: escalation to a human, and the brakes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage
+from langgraph.runtime import Runtime
+
+from agents.context import ShopContext
+from agents.events import Escalated, LimitReached, ReplyDone, StepChanged
+from agents.history import tool_answer, unanswered_calls
+from agents.replies import ESCALATED_AFTER_CORRECTIONS, ESCALATED_OVER_LIMIT, LIMIT_REACHED
+from agents.reporting import report
+from agents.specialists.spec import SpecialistSpec
+from agents.state import SpecialistState
+
+
+def _close_calls(state: SpecialistState, why: str) -> list[BaseMessage]:
+    return [tool_answer(call, why, error=True) for call in unanswered_calls(state["messages"])]
+
+
+def make_escalate(spec: SpecialistSpec) -> Any:
+    async def escalate(state: SpecialistState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
+        codes = state.get("gate_codes", [])
+        if "refund.over_limit" in codes:
+            reason = "refund above the auto-refund limit"
+            text = ESCALATED_OVER_LIMIT.format(order_id=state.get("order_id") or "your order")
+        else:
+            reason = "gate still failing after corrections"
+            text = ESCALATED_AFTER_CORRECTIONS.format(attempts=state.get("corrections", 0))
+        report(
+            runtime,
+            Escalated(agent=spec.name, reason=reason),
+            kind="escalated",
+            agent=spec.name,
+            detail={"reason": reason, "error": state.get("gate_error"), "codes": codes},
+        )
+        report(runtime, ReplyDone(agent=spec.name, text=text))
+        report(runtime, StepChanged(agent=spec.name, step="idle"))
+        closing = _close_calls(state, "Not executed: the case was escalated to a human colleague.")
+        return {"messages": [*closing, AIMessage(content=text)]}
+
+    return escalate
+
+
+def make_stop_turn(spec: SpecialistSpec) -> Any:
+    async def stop_turn(state: SpecialistState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
+        stop = state.get("stop") or {"limit": "unknown", "detail": ""}
+        report(
+            runtime,
+            LimitReached(agent=spec.name, limit=stop["limit"], detail=stop["detail"]),
+            kind="limit_reached",
+            agent=spec.name,
+            detail=stop,
+        )
+        report(runtime, ReplyDone(agent=spec.name, text=LIMIT_REACHED))
+        closing = _close_calls(state, "Not executed: the turn was stopped by a safety limit.")
+        return {"messages": [*closing, AIMessage(content=LIMIT_REACHED)]}
+
+    return stop_turn

@@ -1,0 +1,89 @@
+"""The gate node: run the specialist's gates on the extraction and choose what happens next."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from agents.context import ShopContext
+from agents.events import GateChecked, StepChanged
+from agents.history import tool_answer, unanswered_calls
+from agents.reporting import report
+from agents.specialists.spec import MAX_CORRECTIONS, SpecialistSpec
+from agents.state import SpecialistState
+from agents.validation import GateCheck, GateVerdict
+from gates import GateError, Remedy, needs_review
+
+
+def _unreadable(spec: SpecialistSpec, problem: str) -> GateVerdict:
+    error = GateError(
+        f"Your extraction could not be read ({problem}). Return every field of "
+        f"{spec.schema.__name__} as plain text.",
+        Remedy.CORRECT,
+        ("schema.invalid",),
+    )
+    return GateVerdict((GateCheck("schema", False, str(error), error.codes),), error=error)
+
+
+def _after_pass(spec: SpecialistSpec, verdict: GateVerdict) -> str:
+    if spec.review == "complaint":
+        assert verdict.cleaned is not None
+        return "request_review" if needs_review(verdict.cleaned["sentiment"]) else "respond"
+    return "act"
+
+
+def make_gate(spec: SpecialistSpec) -> Any:
+    async def gate(state: SpecialistState, runtime: Runtime[ShopContext]) -> Command[str]:
+        attempt = state.get("corrections", 0)
+        report(runtime, StepChanged(agent=spec.name, step="checking_gate", attempt=attempt or None))
+        extraction = state.get("extraction")
+        if extraction is None:
+            verdict = _unreadable(spec, state.get("extraction_error") or "no data")
+        else:
+            verdict = spec.gates(extraction, runtime.context)
+        for check in verdict.checks:
+            report(
+                runtime,
+                GateChecked(spec.name, check.gate, check.ok, check.detail, attempt),
+                kind="gate_passed" if check.ok else "gate_failed",
+                agent=spec.name,
+                detail={**check.to_json(), "attempt": attempt, "extracted": extraction},
+            )
+        checks = [check.to_json() for check in verdict.checks]
+        if verdict.ok:
+            cleaned = verdict.cleaned or {}
+            update: dict[str, Any] = {
+                "validated": {**cleaned, **verdict.facts},
+                "gate_error": None,
+                "gate_checks": checks,
+                "ticket_category": spec.ticket_category,
+            }
+            if "order_id" in cleaned:
+                update["order_id"] = cleaned["order_id"]
+            return Command(goto=_after_pass(spec, verdict), update=update)
+
+        error = verdict.error
+        assert error is not None
+        update = {
+            "gate_error": str(error),
+            "gate_remedy": int(error.remedy),
+            "gate_codes": list(error.codes),
+            "gate_checks": checks,
+            "ticket_category": spec.ticket_category,
+        }
+        if error.remedy is Remedy.ESCALATE:
+            return Command(goto="escalate", update=update)
+        if error.remedy is Remedy.CORRECT:
+            goto = "correct" if attempt < MAX_CORRECTIONS else "escalate"
+            return Command(goto=goto, update=update)
+        # The customer must supply something, or a rule says no: the model tells them.
+        answers: list[ToolMessage] = [
+            tool_answer(call, f"Not executed. {error}", error=True)
+            for call in unanswered_calls(state["messages"])
+        ]
+        return Command(goto="respond", update={**update, "messages": answers})
+
+    return gate

@@ -1,0 +1,217 @@
+"""The act node: every tool call the model asked for is answered, in order, exactly once.
+
+We do not use `ToolNode`: it runs calls in parallel, and a hand-off next to another call
+loses that call's answer (langgraph issue 7129). Here calls run one at a time, each checked
+against the gate-validated data first, and a hand-off answers its sibling calls itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+from langchain_core.messages.tool import ToolCall
+from langchain_core.tools import BaseTool
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from agents.context import ShopContext
+from agents.events import AGENT_TITLES, AgentChanged, HandedOff, StepChanged, ToolCalled
+from agents.history import tool_answer, unanswered_calls
+from agents.reporting import report
+from agents.specialists.approvals import refund_approval_payload
+from agents.specialists.spec import MAX_HANDOFFS_PER_TURN, REPEAT_LIMIT, SpecialistSpec
+from agents.specialists.tool_runner import run_tool, tool_runtime
+from agents.state import SpecialistState
+from agents.tools.domain import ORDER_BOUND_TOOLS
+from agents.validation import GateCheck
+from gates import GateError, normalise_order_id, validate_refund_action
+
+MALFORMED = "__malformed__"
+
+
+def call_signature(call: ToolCall) -> str:
+    return f"{call['name']}:{json.dumps(call['args'], sort_keys=True, default=str)}"
+
+
+class _Turn:
+    """The answers and bookkeeping of one act step."""
+
+    def __init__(self, spec: SpecialistSpec, state: SpecialistState, runtime: Runtime[ShopContext]):
+        self.spec = spec
+        self.state = state
+        self.runtime = runtime
+        self.answers: list[ToolMessage] = []
+        self.seen: list[str] = list(state.get("seen_calls", []))
+        self.approval: dict[str, Any] | None = None
+        self.checks: list[dict[str, Any]] = list(state.get("gate_checks", []))
+
+    def refuse(self, call: ToolCall, text: str, *, kind: str = "tool_refused") -> None:
+        self.answers.append(tool_answer(call, text, error=True))
+        args = {k: v for k, v in call["args"].items() if k != MALFORMED}
+        report(
+            self.runtime,
+            ToolCalled(self.spec.name, call["name"], args, "refused", text),
+            kind=kind,
+            agent=self.spec.name,
+            detail={"tool": call["name"], "args": args, "reason": text},
+        )
+
+    async def run(self, tool: BaseTool, call: ToolCall, args: dict[str, Any]) -> None:
+        self.answers.append(
+            await run_tool(self.spec.name, tool, call, args, self.state, self.runtime)
+        )
+
+    def stage_refund(self, call: ToolCall, validated: dict[str, Any]) -> None:
+        """A `process_refund` call passes the action gate, then waits for a human."""
+        if self.approval is not None:
+            self.refuse(call, "Not executed: one refund at a time. Wait for the result above.")
+            return
+        existing = self.runtime.context.shop.refund_for(validated["order_id"])
+        ok, outcome = validate_refund_action(
+            call["args"], validated, existing.reference if existing else None
+        )
+        check = GateCheck(
+            "refund_action",
+            ok,
+            "the call names the validated order, not refunded before" if ok else str(outcome),
+            outcome.codes if isinstance(outcome, GateError) else (),
+        )
+        self.checks.append(check.to_json())
+        report(
+            self.runtime,
+            kind="gate_passed" if ok else "gate_failed",
+            agent=self.spec.name,
+            detail={**check.to_json(), "args": call["args"]},
+        )
+        if not ok:
+            self.refuse(call, f"Refused, not executed. {outcome}")
+            return
+        self.approval = refund_approval_payload(
+            call, validated, self.checks, self.runtime.context.customer
+        )
+
+    def update(self, **extra: Any) -> dict[str, Any]:
+        return {
+            "messages": self.answers,
+            "seen_calls": self.seen,
+            "gate_checks": self.checks,
+            **extra,
+        }
+
+
+def make_act(spec: SpecialistSpec) -> Any:
+    tools = {tool.name: tool for tool in spec.domain_tools}
+    handoffs = {tool.name: tool for tool in spec.handoff_tools}
+
+    async def act(state: SpecialistState, runtime: Runtime[ShopContext]) -> Command[str]:
+        turn = _Turn(spec, state, runtime)
+        calls = unanswered_calls(state["messages"])
+        handoff = next(
+            (c for c in calls if c["name"] in handoffs and MALFORMED not in c["args"]), None
+        )
+        if handoff is not None:
+            return await _hand_off(turn, handoffs[handoff["name"]], handoff, calls)
+
+        validated = state.get("validated")
+        for call in calls:
+            name = call["name"]
+            if MALFORMED in call["args"]:
+                turn.refuse(
+                    call,
+                    f"The arguments of your {name or 'tool'} call were not valid JSON "
+                    f"({call['args'][MALFORMED][:120]}). Call it again with valid arguments.",
+                )
+                continue
+            tool = tools.get(name)
+            if tool is None:
+                turn.refuse(call, f"Unknown tool '{name}'. Use only the tools you were given.")
+                continue
+            signature = call_signature(call)
+            repeats = turn.seen.count(signature)
+            if repeats >= REPEAT_LIMIT - 1:
+                detail = f"{name} called {repeats + 1} times with the same arguments"
+                stop = {"limit": "repeated_tool_call", "detail": detail}
+                return Command(goto="stop_turn", update=turn.update(stop=stop))
+            if (
+                name in ORDER_BOUND_TOOLS
+                and validated is None
+                and not state.get("extraction_attempted")
+            ):
+                # Nothing validated yet this turn: extract and gate first; act resumes after.
+                return Command(goto="extract", update=turn.update())
+            turn.seen.append(signature)
+            if repeats:
+                turn.refuse(
+                    call,
+                    f"You already called {name} with these arguments in this turn; its result "
+                    "is above. Do not call it again.",
+                )
+                continue
+            if name not in ORDER_BOUND_TOOLS:
+                await turn.run(tool, call, dict(call["args"]))
+                continue
+            if validated is None:
+                why = state.get("gate_error") or "The request did not pass validation."
+                turn.refuse(call, f"Not executed. {why}")
+                continue
+            if name == "process_refund":
+                turn.stage_refund(call, validated)
+                continue
+            asked = normalise_order_id(call["args"].get("order_id"))
+            if asked != validated["order_id"]:
+                turn.refuse(
+                    call,
+                    f"Refused, not executed: {name} was called for '{asked}', but the order "
+                    f"validated in this turn is {validated['order_id']}. Use "
+                    f"{validated['order_id']}, or ask the customer about any other order.",
+                )
+                continue
+            await turn.run(tool, call, {"order_id": validated["order_id"]})
+        goto = "request_approval" if turn.approval is not None else "respond"
+        return Command(goto=goto, update=turn.update(approval=turn.approval))
+
+    return act
+
+
+async def _hand_off(
+    turn: _Turn, tool: BaseTool, call: ToolCall, calls: list[ToolCall]
+) -> Command[str]:
+    spec, state, runtime = turn.spec, turn.state, turn.runtime
+    target = call["name"].removeprefix("transfer_to_")
+    for other in calls:
+        if other is not call:
+            turn.refuse(
+                other,
+                f"Not executed: you handed the conversation to the {AGENT_TITLES[target]} in the "
+                "same message. Call one tool at a time.",
+            )
+    if state.get("handoffs", 0) >= MAX_HANDOFFS_PER_TURN:
+        detail = f"{MAX_HANDOFFS_PER_TURN} hand-offs already in this turn"
+        return Command(
+            goto="stop_turn", update=turn.update(stop={"limit": "handoff_cap", "detail": detail})
+        )
+    reason = str(call["args"].get("reason", ""))
+    report(runtime, StepChanged(agent=spec.name, step="handing_off", detail=target))
+    # The hand-off tool reads the messages from its runtime state: give it the answers too.
+    with_answers: SpecialistState = {**state, "messages": [*state["messages"], *turn.answers]}
+    injected = {"reason": reason, "runtime": tool_runtime(with_answers, runtime, call)}
+    command = await tool.ainvoke(
+        {"type": "tool_call", "name": tool.name, "args": injected, "id": call["id"]}
+    )
+    assert isinstance(command, Command)
+    report(
+        runtime,
+        HandedOff(source=spec.name, target=target, reason=reason),
+        kind="handoff",
+        agent=spec.name,
+        detail={
+            "from": spec.name,
+            "to": target,
+            "reason": reason,
+            "handoffs": state.get("handoffs", 0) + 1,
+        },
+    )
+    report(runtime, AgentChanged(agent=target, previous=spec.name))
+    return command

@@ -1,0 +1,103 @@
+"""One way to open ShopBot's SQLite files: WAL, a busy timeout, and a clear error when damaged."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+
+class StorageError(Exception):
+    """A local database cannot be used; the message says which file and what to do."""
+
+
+# Writers from a second process (another `shopbot chat`) wait this long for the lock.
+BUSY_TIMEOUT_MS = 10_000
+
+
+def open_database(path: Path, *, what: str, check_same_thread: bool = True) -> sqlite3.Connection:
+    """Open (creating if needed) the SQLite file at `path` for ShopBot's own use.
+
+    `what` names the store in error messages ("shop data", "audit log"). Pass
+    `check_same_thread=False` only when the caller serialises use with its own lock.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            path,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=check_same_thread,
+        )
+    except (OSError, sqlite3.Error) as exc:
+        raise StorageError(f"Cannot open the {what} at {path}: {exc}") from exc
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        # WAL + NORMAL: a commit survives a process crash; only a power cut can lose the last one.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise StorageError(
+            f"The {what} at {path} is damaged ({exc}). Nothing was changed. "
+            f"Move the file aside (for example: mv '{path}' '{path}.damaged') and start again."
+        ) from exc
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+@contextmanager
+def immediate_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error) on an autocommit connection.
+
+    IMMEDIATE takes the write lock up front, so two writers queue on the busy timeout
+    instead of failing with SQLITE_BUSY when a read lock would have to be upgraded.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        # SQLite may already have rolled back (disk full, I/O error): don't mask that error.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def apply_schema(
+    conn: sqlite3.Connection, statements: Iterable[str], *, path: Path, what: str
+) -> None:
+    """Run idempotent DDL in one write transaction; close `conn` and raise StorageError on failure.
+
+    One transaction, so two processes opening a fresh file at once cannot interleave.
+    """
+    try:
+        with immediate_transaction(conn):
+            for statement in statements:
+                conn.execute(statement)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise StorageError(f"Cannot prepare the {what} at {path}: {exc}") from exc
+
+
+def utc_timestamp(moment: datetime | None = None) -> str:
+    """ISO-8601 UTC with milliseconds and `Z`, e.g. 2025-06-10T09:30:00.123Z (sorts as text)."""
+    moment = (moment or datetime.now(UTC)).astimezone(UTC)
+    return moment.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """`text` with lone surrogates (unencodable in UTF-8, so SQLite refuses them) as U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text

@@ -1,0 +1,41 @@
+"""Graph state: what the parent keeps per conversation, and what a specialist keeps per turn."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+
+
+class ShopState(TypedDict, total=False):
+    """Checkpointed per thread. No list with an `operator.add` reducer lives here: a subgraph
+    returning its state would append it twice (see design.md), and the audit log is not state."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    active_agent: str
+    # Survives summarisation: older messages are folded into `summary`, never these fields.
+    summary: str
+    order_id: str
+    ticket_category: str
+    # Reset by `begin_turn`; the hand-off cap reads it.
+    handoffs: int
+    turn: int
+
+
+class SpecialistState(ShopState, total=False):
+    """A specialist's private scratchpad; it starts empty every time the specialist runs."""
+
+    extraction: dict[str, Any] | None
+    extraction_error: str | None
+    extraction_attempted: bool
+    validated: dict[str, Any] | None
+    gate_error: str | None
+    gate_remedy: int
+    gate_codes: list[str]
+    gate_checks: list[dict[str, Any]]
+    corrections: int
+    # Signatures of tool calls answered this run, for the repeated-call brake.
+    seen_calls: list[str]
+    approval: dict[str, Any] | None
+    stop: dict[str, str] | None

@@ -1,0 +1,39 @@
+"""Customer and model text is content, never terminal control: make it visible and bounded.
+
+Escape sequences and other control characters are shown as their Unicode "control pictures"
+(ESC -> ␛), so `\x1b[31m` pasted by a customer reads as "␛[31m" and cannot recolour a terminal.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_MESSAGE_CHARS = 16_000
+
+_C0 = {code: chr(0x2400 + code) for code in range(0x20) if chr(code) not in "\n\t"}
+_VISIBLE = str.maketrans({**_C0, 0x7F: "\u2421"})
+_C1 = re.compile(r"[\u0080-\u009f]")
+
+
+class MessageRejected(ValueError):
+    """The message cannot be sent as it is; the text says why and what to do."""
+
+
+def visible(text: str) -> str:
+    """`text` with every control character (except newline and tab) replaced by a visible sign."""
+    return _C1.sub(
+        lambda m: f"\\x{ord(m.group(0)):02x}", text.replace("\r\n", "\n").translate(_VISIBLE)
+    )
+
+
+def clean_message(text: str) -> str:
+    """A customer message ready for the conversation, or `MessageRejected`."""
+    cleaned = visible(text).strip()
+    if not cleaned:
+        raise MessageRejected("The message is empty: type what you need help with.")
+    if len(cleaned) > MAX_MESSAGE_CHARS:
+        raise MessageRejected(
+            f"The message is too long ({len(cleaned):,} characters; the limit is "
+            f"{MAX_MESSAGE_CHARS:,}). Shorten it or send it in parts."
+        )
+    return cleaned

@@ -1,0 +1,1 @@
+"""The tools the specialists may call: shop tools and hand-offs."""

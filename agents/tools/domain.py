@@ -1,0 +1,88 @@
+"""Shop tools. They run only on gate-validated arguments (see specialists/tool_calls.py).
+
+Each re-checks ownership itself: defence in depth, should a call ever bypass the gates.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from langchain.tools import ToolRuntime
+from langchain_core.tools import BaseTool, tool
+
+from agents.context import ShopContext
+from agents.shop_data import Order
+from gates import AUTO_REFUND_LIMIT, normalise_order_id, validate_ownership
+
+
+def _visible_order(order_id: str, runtime: ToolRuntime[ShopContext]) -> Order | None:
+    context = runtime.context
+    order = context.shop.get_order(normalise_order_id(order_id))
+    if order is None:
+        return None
+    owned, _ = validate_ownership(order.order_id, order.customer, context.customer)
+    return order if owned else None
+
+
+def _not_found(order_id: str) -> str:
+    return f"No order found with ID '{order_id}'. Ask the customer to check the order number."
+
+
+@tool
+def lookup_order(order_id: str, runtime: ToolRuntime[ShopContext]) -> str:
+    """Look up a customer's order by order ID: product, status, amount and delivery date."""
+    order = _visible_order(order_id, runtime)
+    if order is None:
+        return _not_found(order_id)
+    text = (
+        f"Order {order.order_id}: {order.product} | Status: {order.status} | "
+        f"Amount: ${order.amount:.2f} | Delivery: {order.delivery}"
+    )
+    refund = runtime.context.shop.refund_for(order.order_id)
+    return f"{text} | Refunded: {refund.reference}" if refund else text
+
+
+@tool
+def check_refund_eligibility(order_id: str, runtime: ToolRuntime[ShopContext]) -> str:
+    """Check whether an order can be refunded. Only Delivered orders are eligible."""
+    order = _visible_order(order_id, runtime)
+    if order is None:
+        return _not_found(order_id)
+    refund = runtime.context.shop.refund_for(order.order_id)
+    if refund is not None:
+        return f"Order {order.order_id} was already refunded (reference {refund.reference})."
+    if order.status != "Delivered":
+        return f"Order {order.order_id} is NOT eligible. Status: {order.status}."
+    if Decimal(order.amount) > AUTO_REFUND_LIMIT:
+        return (
+            f"Order {order.order_id} is eligible, but ${order.amount:.2f} is above the "
+            f"${AUTO_REFUND_LIMIT:.2f} auto-refund limit: it needs a senior colleague."
+        )
+    return f"Order {order.order_id} IS eligible for a refund. Amount: ${order.amount:.2f}."
+
+
+@tool
+def process_refund(order_id: str, reason: str, runtime: ToolRuntime[ShopContext]) -> str:
+    """Refund a delivered order. A human approves every refund before it runs."""
+    order = _visible_order(order_id, runtime)
+    if order is None:
+        return _not_found(order_id)
+    context = runtime.context
+    outcome = context.shop.record_refund(
+        order.order_id, amount=Decimal(order.amount), reason=reason, thread_id=context.thread_id
+    )
+    record = outcome.record
+    if not outcome.created:
+        return (
+            f"Order {order.order_id} was already refunded earlier. Reference: {record.reference}."
+        )
+    return (
+        f"Refund APPROVED and PROCESSED. Reference: {record.reference}. "
+        f"${record.amount:.2f} will be returned within 3 to 5 business days."
+    )
+
+
+ORDER_TOOLS: tuple[BaseTool, ...] = (lookup_order,)
+REFUND_TOOLS: tuple[BaseTool, ...] = (check_refund_eligibility, process_refund)
+# Tools whose arguments must match the gate-validated order before they run.
+ORDER_BOUND_TOOLS = frozenset({"lookup_order", "check_refund_eligibility", "process_refund"})

@@ -1,0 +1,52 @@
+"""Hand-offs: a specialist passes the conversation to another one directly, swarm style."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain.tools import ToolRuntime
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool, tool
+from langgraph.types import Command
+
+from agents.events import AGENT_TITLES, AGENTS
+from agents.prompts import handoff_description
+
+
+def handoff_tool_name(target: str) -> str:
+    return f"transfer_to_{target}"
+
+
+def make_handoff_tool(target: str) -> BaseTool:
+    """A `transfer_to_<target>` tool returning `Command(goto=target, graph=Command.PARENT)`."""
+
+    @tool(handoff_tool_name(target), description=handoff_description(target))
+    def transfer(reason: str, runtime: ToolRuntime[Any, Any]) -> Command[str]:
+        """Hand the conversation over. `reason`: one short sentence for the colleague."""
+        answer = ToolMessage(
+            content=f"The conversation is now with the {AGENT_TITLES[target]}.",
+            tool_call_id=runtime.tool_call_id or "",
+            name=handoff_tool_name(target),
+        )
+        state = runtime.state
+        # A Command to the parent carries only its `update`: the assistant message holding
+        # this call must travel with it, or the parent keeps an unanswered tool message.
+        return Command(
+            goto=target,
+            graph=Command.PARENT,
+            update={
+                "messages": [*state["messages"], answer],
+                "active_agent": target,
+                "handoffs": state.get("handoffs", 0) + 1,
+            },
+        )
+
+    return transfer
+
+
+HANDOFF_TOOLS: dict[str, BaseTool] = {agent: make_handoff_tool(agent) for agent in AGENTS}
+
+
+def handoffs_from(agent: str) -> list[BaseTool]:
+    """The hand-off tools an agent may use: to every other specialist."""
+    return [HANDOFF_TOOLS[target] for target in AGENTS if target != agent]

@@ -1,0 +1,44 @@
+"""ShopBot's business rules: pure Python, deterministic, readable without knowing any AI library.
+
+Each gate takes plain data and returns `(True, cleaned_data)` or `(False, error_text)`.
+"""
+
+from gates.complaint import needs_review, validate_complaint
+from gates.order_id import (
+    clean_query_type,
+    normalise_order_id,
+    unknown_order_text,
+    validate_order_id,
+    validate_ownership,
+)
+from gates.refund import validate_refund_action, validate_refund_request
+from gates.result import GateError, GateResult, Remedy
+from gates.rules import (
+    AUTO_REFUND_LIMIT,
+    MIN_REASON_LENGTH,
+    MIN_SUMMARY_LENGTH,
+    ORDER_ID_PATTERN,
+    REVIEW_SENTIMENTS,
+    SENTIMENTS,
+)
+
+__all__ = [
+    "AUTO_REFUND_LIMIT",
+    "MIN_REASON_LENGTH",
+    "MIN_SUMMARY_LENGTH",
+    "ORDER_ID_PATTERN",
+    "REVIEW_SENTIMENTS",
+    "SENTIMENTS",
+    "GateError",
+    "GateResult",
+    "Remedy",
+    "clean_query_type",
+    "needs_review",
+    "normalise_order_id",
+    "unknown_order_text",
+    "validate_complaint",
+    "validate_order_id",
+    "validate_ownership",
+    "validate_refund_action",
+    "validate_refund_request",
+]

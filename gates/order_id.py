@@ -1,0 +1,85 @@
+"""Order id gates: is the id well-formed, does it exist, and may this customer see it."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Container, Mapping
+from typing import Any
+
+from gates.result import GateResult, Remedy, failed, passed
+from gates.rules import ORDER_ID_EXAMPLE, ORDER_ID_FORMAT, ORDER_ID_PATTERN
+
+# "ord 001", "ORD_001", "ORD–001" (en dash) and "ORD001" all mean ORD-001.
+_SEPARATED_ID = re.compile(r"^ORD\s*[-_\u2010-\u2015\s]?\s*([0-9]{3})$")
+QUERY_TYPES = ("status", "delivery_date", "product", "general")
+
+
+def normalise_order_id(raw: object) -> str:
+    """Canonical spelling of what the model extracted: trimmed, upper-case, `ORD-` + digits.
+
+    Only spelling is normalised; a misread character (`ORD-0O1`) is left for the gate to reject.
+    """
+    if not isinstance(raw, str):
+        return ""
+    text = unicodedata.normalize("NFKC", raw).strip().upper()
+    match = _SEPARATED_ID.match(text)
+    return f"ORD-{match.group(1)}" if match else text
+
+
+def unknown_order_text(order_id: str) -> str:
+    """The same words for "does not exist" and "belongs to someone else": reveal nothing."""
+    return (
+        f"Order ID '{order_id}' was not found for this customer. It may have been misread. "
+        "Re-read the customer's messages and extract the order id exactly as they wrote it; "
+        "do not guess or invent an id."
+    )
+
+
+def validate_order_id(extracted: Mapping[str, Any], known_ids: Container[str]) -> GateResult:
+    """Gate: the extracted `order_id` is present, well-formed and exists in `known_ids`."""
+    order_id = normalise_order_id(extracted.get("order_id"))
+    if not order_id:
+        return failed(
+            "No order ID was given in the conversation. Ask the customer for their order "
+            f"number; it looks like {ORDER_ID_EXAMPLE} (ORD- followed by three digits).",
+            Remedy.ASK_CUSTOMER,
+            "order_id.missing",
+        )
+    if not ORDER_ID_PATTERN.match(order_id):
+        return failed(
+            f"Order ID '{order_id}' does not match the required format {ORDER_ID_FORMAT} "
+            f"(three digits, example: {ORDER_ID_EXAMPLE}). The value may have been extracted "
+            "wrongly (a letter O for a zero, a missing digit). Re-read the customer's messages "
+            "and extract the order id exactly as written.",
+            Remedy.CORRECT,
+            "order_id.format",
+        )
+    if order_id not in known_ids:
+        return failed(unknown_order_text(order_id), Remedy.CORRECT, "order_id.unknown")
+    return passed({**extracted, "order_id": order_id})
+
+
+def _same_person(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def validate_ownership(
+    order_id: str, order_customer: str | None, customer: str | None
+) -> GateResult:
+    """Gate: when the customer is known, the order must be theirs.
+
+    `customer` comes from the session, never from the model. A stranger's order fails with
+    exactly the text of a missing order, so the model (and the customer) learn nothing.
+    """
+    if customer is None or not customer.strip():
+        return passed({"order_id": order_id})
+    if order_customer is None or not _same_person(order_customer, customer):
+        return failed(unknown_order_text(order_id), Remedy.CORRECT, "order_id.not_owned")
+    return passed({"order_id": order_id})
+
+
+def clean_query_type(value: object) -> str:
+    """What the customer asks about an order; anything unrecognised is a general question."""
+    text = value.strip().lower() if isinstance(value, str) else ""
+    return text if text in QUERY_TYPES else "general"
