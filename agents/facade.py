@@ -31,6 +31,7 @@ from agents.events import (
     TurnFailed,
     TurnFinished,
     TurnResult,
+    TurnStatus,
     note_for,
 )
 from agents.graph import build_graph
@@ -47,6 +48,10 @@ from agents.text_safety import MessageRejected, clean_message
 from agents.thread_registry import ChatLine, ThreadInfo, ThreadRegistry, validate_thread_id
 
 log = logging.getLogger("shopbot.engine")
+
+
+# Interrupt payload keys that are engine bookkeeping, not something a reviewer decides on.
+_NOT_FOR_PEOPLE = ("kind", "options", "tool_call_id")
 
 
 class InputError(Exception):
@@ -135,7 +140,7 @@ class ShopBotEngine:
                     thread_id=thread_id,
                     kind=value["kind"],
                     options=tuple(value["options"]),
-                    payload={k: v for k, v in value.items() if k not in ("kind", "options")},
+                    payload={k: v for k, v in value.items() if k not in _NOT_FOR_PEOPLE},
                 )
         return None
 
@@ -157,9 +162,10 @@ class ShopBotEngine:
         customer = self._customer_for(thread_id, customer)
         async with self._lock(thread_id):
             if pending := await self.pending_approval(thread_id):
+                what = pending.kind.replace("_", " ")
                 raise InputError(
-                    f"Thread {thread_id} is waiting for a decision ({pending.kind.replace('_', ' ')}"
-                    f": {', '.join(pending.options)}). Answer it first, e.g. "
+                    f"Thread {thread_id} is waiting for a decision ({what}: "
+                    f"{', '.join(pending.options)}). Answer it first, e.g. "
                     f"`shopbot resume {thread_id} {pending.options[0]}`; nothing was sent."
                 )
             self.threads.ensure(thread_id, customer=customer)
@@ -182,9 +188,10 @@ class ShopBotEngine:
                 raise InputError(f"Thread {thread_id} has no decision pending; nothing to resume.")
             choice = decision.strip().lower()
             if choice not in pending.options:
+                what = pending.kind.replace("_", " ")
                 raise InputError(
-                    f"{decision.strip()!r} is not an option for this "
-                    f"{pending.kind.replace('_', ' ')}; choose one of: {', '.join(pending.options)}."
+                    f"{decision.strip()!r} is not an option for this {what}; "
+                    f"choose one of: {', '.join(pending.options)}."
                 )
             self.threads.append_line(thread_id, "note", f"decision: {choice}")
             async for event in self._drive(Command(resume=choice), thread_id, info.customer):
@@ -221,7 +228,8 @@ class ShopBotEngine:
         known = info.customer if info else None
         if customer and known and customer.casefold() != known.casefold():
             raise InputError(
-                f"Thread {thread_id} belongs to customer {known}; start a new thread for {customer}."
+                f"Thread {thread_id} belongs to customer {known}; "
+                f"start a new thread for {customer}."
             )
         return customer or known
 
@@ -297,9 +305,9 @@ class ShopBotEngine:
             await self.graph.aupdate_state(config, {"messages": repair}, as_node="end_turn")
             state = await self.graph.aget_state(config)
         agent = str(state.values.get("active_agent") or DEFAULT_AGENT)
+        status: TurnStatus
         if pending is not None:
-            event = ApprovalRequested(pending)
-            self._note(thread_id, event)
+            self._note(thread_id, ApprovalRequested(pending))
             status = "awaiting_approval"
         else:
             status = "error" if failure is not None else "done"

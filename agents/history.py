@@ -7,6 +7,7 @@ helpers build the narrower views we send for extraction and mend a turn that was
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
@@ -33,13 +34,13 @@ def dialogue_view(
     What an extraction needs to read, and always valid to send: it starts and ends with a
     user message and holds no tool calls to answer.
     """
-    view: list[BaseMessage] = [
-        HumanMessage(content=text_of(m))
-        if isinstance(m, HumanMessage)
-        else AIMessage(content=text_of(m))
-        for m in messages
-        if isinstance(m, HumanMessage) or is_final_reply(m)
-    ][-window:]
+    view: list[BaseMessage] = []
+    for m in messages:
+        if isinstance(m, HumanMessage):
+            view.append(HumanMessage(content=text_of(m)))
+        elif is_final_reply(m):
+            view.append(AIMessage(content=text_of(m)))
+    view = view[-window:]
     while view and not isinstance(view[0], HumanMessage):
         view.pop(0)
     while view and not isinstance(view[-1], HumanMessage):
@@ -65,11 +66,57 @@ def answered_ids(messages: Sequence[AnyMessage]) -> set[str]:
     return ids
 
 
+MALFORMED = "__malformed__"
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def storable_reply(reply: AIMessage) -> AIMessage:
+    """The model's message as we keep it. A call with malformed arguments becomes a call with
+    no arguments, remembered as malformed: we answer it with an error, and the history we
+    replay to the provider stays valid JSON.
+
+    Streaming hides malformed JSON (LangChain parses partial JSON leniently, `{"id": X` ->
+    `{}`), so the raw arguments the provider sent are checked too.
+    """
+    raw = {
+        item.get("id"): item.get("function", {}).get("arguments")
+        for item in reply.additional_kwargs.get("tool_calls", [])
+        if isinstance(item, dict)
+    }
+    malformed: dict[str, str] = {}
+    calls: list[ToolCall] = []
+    for call in reply.tool_calls:
+        sent = raw.get(call["id"])
+        if isinstance(sent, str) and not _is_json_object(sent):
+            malformed[call["id"] or ""] = f"not a JSON object: {sent[:80]}"
+            calls.append(ToolCall(name=call["name"], args={}, id=call["id"]))
+        else:
+            calls.append(call)
+    for index, bad in enumerate(reply.invalid_tool_calls):
+        call_id = bad.get("id") or f"malformed{index}"[:9]
+        malformed[call_id] = (bad.get("error") or "invalid arguments").splitlines()[0]
+        calls.append(ToolCall(name=bad.get("name") or "unknown_tool", args={}, id=call_id))
+    if not malformed:
+        return reply
+    return AIMessage(
+        content="",
+        tool_calls=calls,
+        id=reply.id,
+        response_metadata={**reply.response_metadata, "malformed_calls": malformed},
+        usage_metadata=reply.usage_metadata,
+    )
+
+
 def unanswered_calls(messages: Sequence[AnyMessage]) -> list[ToolCall]:
     """Tool calls of the last assistant message still waiting for their tool message.
 
-    Malformed calls (`invalid_tool_calls`) are included with `args` = {} and a
-    `malformed` marker in their name-less form, so each one is answered too.
+    A call stored as malformed (see `storable_reply`) carries its error under `MALFORMED`.
     """
     if not messages or not isinstance(messages[-1], (AIMessage, ToolMessage)):
         return []
@@ -77,17 +124,14 @@ def unanswered_calls(messages: Sequence[AnyMessage]) -> list[ToolCall]:
     if ai is None:
         return []
     done = answered_ids(messages)
-    calls: list[ToolCall] = [call for call in ai.tool_calls if call.get("id") not in done]
-    for bad in ai.invalid_tool_calls:
-        if bad.get("id") and bad["id"] not in done:
-            calls.append(
-                ToolCall(
-                    name=bad.get("name") or "",
-                    args={"__malformed__": bad.get("error") or ""},
-                    id=bad["id"],
-                )
-            )
-    return calls
+    malformed = ai.response_metadata.get("malformed_calls", {})
+    return [
+        ToolCall(name=call["name"], args={MALFORMED: malformed[call["id"]]}, id=call["id"])
+        if call.get("id") in malformed
+        else call
+        for call in ai.tool_calls
+        if call.get("id") not in done
+    ]
 
 
 def tool_answer(call: ToolCall, content: str, *, error: bool = False) -> ToolMessage:

@@ -44,7 +44,7 @@ def _retry_after_seconds(response: httpx.Response) -> float | None:
         return None
     import datetime as dt
 
-    return max(0.0, (moment - dt.datetime.now(dt.UTC)).total_seconds())
+    return max(0.0, float((moment - dt.datetime.now(dt.UTC)).total_seconds()))
 
 
 def retry_delay(exc: BaseException, attempt: int, budget: RetryBudget) -> float | None:
@@ -57,7 +57,7 @@ def retry_delay(exc: BaseException, attempt: int, budget: RetryBudget) -> float 
             return asked if asked <= budget.max_retry_after else None
     elif not isinstance(exc, httpx.TransportError):
         return None
-    backoff = min(budget.max_delay, budget.base_delay * 2 ** (attempt - 1))
+    backoff: float = min(budget.max_delay, budget.base_delay * 2.0 ** (attempt - 1))
     return backoff * random.uniform(0.8, 1.2)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -36,19 +37,47 @@ def open_database(path: Path, *, what: str, check_same_thread: bool = True) -> s
         raise StorageError(f"Cannot open the {what} at {path}: {exc}") from exc
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        _enable_wal(conn)
         # WAL + NORMAL: a commit survives a process crash; only a power cut can lose the last one.
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
         conn.close()
+        if is_busy(exc):
+            raise StorageError(
+                f"The {what} at {path} is locked by another program ({exc}). "
+                "Close other ShopBot windows or commands and try again."
+            ) from exc
         raise StorageError(
             f"The {what} at {path} is damaged ({exc}). Nothing was changed. "
             f"Move the file aside (for example: mv '{path}' '{path}.damaged') and start again."
         ) from exc
     conn.row_factory = sqlite3.Row
     return conn
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    """True for "database is locked/busy": a wait-and-retry matter, not damage."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    # Switching a fresh file to WAL needs an exclusive lock and SQLite does not call the
+    # busy handler for it: two processes opening a new file at once got an instant
+    # "database is locked" here. Retry for as long as the busy timeout would have waited.
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    delay = 0.002
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
 
 
 @contextmanager

@@ -198,7 +198,9 @@ def test_limit_itself_is_allowed() -> None:
 
 @pytest.mark.parametrize("reason", [None, "", "broken", "  bad     "])
 def test_short_reason_asks_the_customer(reason: object) -> None:
-    error = error_of(validate_refund_request({"order_id": "ORD-001", "reason": reason}, ALEX_HEADPHONES))
+    error = error_of(
+        validate_refund_request({"order_id": "ORD-001", "reason": reason}, ALEX_HEADPHONES)
+    )
     assert error.remedy is Remedy.ASK_CUSTOMER
     assert error.codes == ("refund.reason_too_short",)
 
@@ -247,7 +249,9 @@ def test_refund_action_without_validation_is_refused() -> None:
 
 
 def test_second_refund_of_an_order_returns_the_existing_reference() -> None:
-    error = error_of(validate_refund_action({"order_id": "ORD-001"}, VALIDATED, "REF-ORD-001-A1B2C3"))
+    error = error_of(
+        validate_refund_action({"order_id": "ORD-001"}, VALIDATED, "REF-ORD-001-A1B2C3")
+    )
     assert error.codes == ("refund_action.already_refunded",)
     assert error.remedy is Remedy.INFORM
     assert "REF-ORD-001-A1B2C3" in error
@@ -273,7 +277,9 @@ def test_vague_complaint_asks_for_detail() -> None:
 @pytest.mark.parametrize("sentiment", ["furious", "", None, "ANGRY!"])
 def test_unknown_sentiment_is_corrected(sentiment: object) -> None:
     error = error_of(
-        validate_complaint({"issue_summary": "The parcel arrived two weeks late", "sentiment": sentiment})
+        validate_complaint(
+            {"issue_summary": "The parcel arrived two weeks late", "sentiment": sentiment}
+        )
     )
     assert error.codes == ("complaint.sentiment_invalid",)
     assert error.remedy is Remedy.CORRECT

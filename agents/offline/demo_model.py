@@ -31,6 +31,7 @@ _LOOKUP = re.compile(
     r"Order (?P<id>ORD-\d+): (?P<product>.+?) \| Status: (?P<status>.+?) \| "
     r"Amount: (?P<amount>\$[\d.,]+) \| Delivery: (?P<delivery>[^|]+)(?:\| Refunded: (?P<ref>\S+))?"
 )
+_VALIDATED_INSTEAD = re.compile(r"the order validated in this turn is (ORD-\d{3})")
 _STATUS_WORDS = re.compile(r"\b(status|where|deliver\w*|arriv\w*|track\w*|ship\w*)\b", re.I)
 
 ASK_ORDER_ID = "Could you tell me your order number? It looks like ORD-001."
@@ -188,6 +189,9 @@ class OfflineDemoModel(LocalChatModel):
     def _after_tool(self, result: ToolMessage, messages: Sequence[BaseMessage]) -> AIMessage:
         content = _text(result)
         name = result.name or ""
+        if validated := _VALIDATED_INSTEAD.search(content):
+            # Told which order passed the gates: call again with exactly that one.
+            return self._call(name, order_id=validated.group(1))
         if content.startswith(("Not executed", "Refused")):
             return AIMessage(content=self._relay_refusal(content))
         if " failed (" in content:

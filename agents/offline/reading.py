@@ -29,11 +29,8 @@ _ORDER = re.compile(
 )
 _GREETING = re.compile(r"^\s*(hi|hello|hey|good (morning|afternoon|evening))\b", re.IGNORECASE)
 _THANKS = re.compile(r"\b(thanks?|thank you|cheers|great|perfect)\b", re.IGNORECASE)
-_REQUEST_WORDS = re.compile(
-    r"\b(i(?:'d| would)? (?:like|want|need)( to)?|please|can i|could i|get|have|a|an|the|my|"
-    r"for|refund|return|money back|order|because|since|as)\b",
-    re.IGNORECASE,
-)
+# A message splits into clauses here; clauses that only ask for the refund are not the reason.
+_CLAUSES = re.compile(r"[,.;:!?]+|\s+-\s+|\b(?:because|since|as)\b", re.IGNORECASE)
 
 _ANGRY = r"\b(furious|angry|outraged|unacceptable|disgust\w*|ridiculous|worst)\b"
 _FRUSTRATED = r"\b(frustrat\w*|annoyed|fed up|again|still|nobody|no one|waiting)\b"
@@ -84,10 +81,10 @@ def sentiment_of(text: str) -> str:
 
 
 def refund_reason(text: str) -> str:
-    """The customer's reason, without the request boilerplate; '' when nothing is left."""
-    without_ids = _ID_LIKE.sub(" ", text)
-    words = _REQUEST_WORDS.sub(" ", without_ids)
-    reason = " ".join(words.replace(",", " ").split()).strip(" .!?-:;")
+    """The customer's reason, without the request itself; '' when they gave none."""
+    clauses = [c.strip() for c in _CLAUSES.split(_ID_LIKE.sub(" ", text))]
+    reason = " ".join(c for c in clauses if c and not _REFUND.search(c))
+    reason = " ".join(reason.split())
     return reason if len(reason) >= 10 else ""
 
 

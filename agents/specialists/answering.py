@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 
 from agents.context import ShopContext
 from agents.events import ReplyDone, StepChanged
-from agents.history import text_of
+from agents.history import storable_reply, text_of
 from agents.prompts import specialist_prompt
 from agents.provider import call_model
 from agents.reporting import report
@@ -41,7 +41,8 @@ def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
             answering_model, [SystemMessage(system), *state["messages"]], runtime, agent=spec.name
         )
         assert isinstance(reply, AIMessage)
-        if not reply.tool_calls and not reply.invalid_tool_calls:
+        reply = storable_reply(reply)
+        if not reply.tool_calls:
             if not text_of(reply).strip():
                 reply = AIMessage(content=EMPTY_REPLY_FALLBACK, id=reply.id)
             report(runtime, ReplyDone(agent=spec.name, text=text_of(reply)))
@@ -52,6 +53,6 @@ def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
 
 def route_after_respond(state: SpecialistState) -> str:
     last = state["messages"][-1]
-    if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
+    if isinstance(last, AIMessage) and last.tool_calls:
         return "act"
     return END

@@ -7,6 +7,7 @@ from typing import Any
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, ValidationError
 
@@ -20,7 +21,7 @@ from agents.specialists.spec import MAX_CORRECTIONS, SpecialistSpec
 from agents.state import SpecialistState
 
 # Extraction output is data, not a reply: its tokens never stream to the customer's screen.
-NO_STREAM = {"tags": ["nostream"]}
+NO_STREAM: RunnableConfig = {"tags": ["nostream"]}
 
 
 async def _extract(

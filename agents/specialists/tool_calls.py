@@ -15,10 +15,11 @@ from langchain_core.messages.tool import ToolCall
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 from langgraph.types import Command
+from pydantic import BaseModel, ValidationError
 
 from agents.context import ShopContext
 from agents.events import AGENT_TITLES, AgentChanged, HandedOff, StepChanged, ToolCalled
-from agents.history import tool_answer, unanswered_calls
+from agents.history import MALFORMED, tool_answer, unanswered_calls
 from agents.reporting import report
 from agents.specialists.approvals import refund_approval_payload
 from agents.specialists.spec import MAX_HANDOFFS_PER_TURN, REPEAT_LIMIT, SpecialistSpec
@@ -27,8 +28,6 @@ from agents.state import SpecialistState
 from agents.tools.domain import ORDER_BOUND_TOOLS
 from agents.validation import GateCheck
 from gates import GateError, normalise_order_id, validate_refund_action
-
-MALFORMED = "__malformed__"
 
 
 def call_signature(call: ToolCall) -> str:
@@ -101,6 +100,22 @@ class _Turn:
         }
 
 
+def _schema_problem(tool: BaseTool, call: ToolCall) -> str | None:
+    """Why the call's arguments do not fit the tool's schema (the model filled them in)."""
+    schema = tool.tool_call_schema
+    if not isinstance(schema, type) or not issubclass(schema, BaseModel):
+        return None
+    try:
+        schema.model_validate(call["args"])
+    except ValidationError as exc:
+        fields = ", ".join(".".join(map(str, e["loc"])) or "arguments" for e in exc.errors())
+        return (
+            f"The arguments of your {tool.name} call do not fit its schema (check: {fields}). "
+            "Call it again with every required argument."
+        )
+    return None
+
+
 def make_act(spec: SpecialistSpec) -> Any:
     tools = {tool.name: tool for tool in spec.domain_tools}
     handoffs = {tool.name: tool for tool in spec.handoff_tools}
@@ -127,6 +142,9 @@ def make_act(spec: SpecialistSpec) -> Any:
             tool = tools.get(name)
             if tool is None:
                 turn.refuse(call, f"Unknown tool '{name}'. Use only the tools you were given.")
+                continue
+            if problem := _schema_problem(tool, call):
+                turn.refuse(call, problem)
                 continue
             signature = call_signature(call)
             repeats = turn.seen.count(signature)

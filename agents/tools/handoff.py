@@ -21,7 +21,7 @@ def make_handoff_tool(target: str) -> BaseTool:
     """A `transfer_to_<target>` tool returning `Command(goto=target, graph=Command.PARENT)`."""
 
     @tool(handoff_tool_name(target), description=handoff_description(target))
-    def transfer(reason: str, runtime: ToolRuntime[Any, Any]) -> Command[str]:
+    def transfer(runtime: ToolRuntime[Any, Any], reason: str = "") -> Command[str]:
         """Hand the conversation over. `reason`: one short sentence for the colleague."""
         answer = ToolMessage(
             content=f"The conversation is now with the {AGENT_TITLES[target]}.",

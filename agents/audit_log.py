@@ -1,0 +1,394 @@
+"""The append-only audit log: what every agent, gate, tool and human decided, and when.
+
+One SQLite file. Triggers make UPDATE and DELETE fail, a trigram FTS5 index (kept in
+sync by a trigger) serves free-text search, and pages are keyed by id, so a deep page
+of 100k events costs what the first one does. Details are redacted before they are stored.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from datetime import time as day_time
+from enum import Enum
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TextIO
+
+from agents.redaction import redact, redact_data
+from agents.sqlite_store import apply_schema, open_database, storable_text, utc_timestamp
+
+AUDIT_KINDS: frozenset[str] = frozenset(
+    {
+        "handoff",
+        "gate_passed",
+        "gate_failed",
+        "correction",
+        "escalated",
+        "approval_requested",
+        "approval_decided",
+        "tool_called",
+        "tool_failed",
+        "tool_refused",
+        "refund_processed",
+        "limit_reached",
+        "provider_error",
+        "turn_started",
+        "turn_finished",
+        "summarised",
+    }
+)
+MAX_PAGE = 10_000
+# Trigram FTS needs 3 characters; shorter searches scan (still stopping at the page limit).
+_MIN_FTS_CHARS = 3
+# Up to this many rows left by the other filters, testing each row's text (~4 µs) beats
+# walking the FTS index for a common word.
+_PROBE_ROWS = 5_000
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        ts TEXT NOT NULL,
+        thread_id TEXT,
+        agent TEXT,
+        kind TEXT NOT NULL,
+        detail TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(detail))
+    )""",
+    "CREATE INDEX IF NOT EXISTS events_thread ON events(thread_id, id)",
+    "CREATE INDEX IF NOT EXISTS events_kind ON events(kind, id)",
+    "CREATE INDEX IF NOT EXISTS events_ts ON events(ts)",
+    """CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'audit events are append-only: UPDATE refused'); END""",
+    """CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'audit events are append-only: DELETE refused'); END""",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(body, tokenize='trigram')",
+    # The searchable text: thread, agent, kind, then every detail key and value unescaped
+    # (json_tree), so a search for `"quoted"` text finds it as the customer typed it.
+    """CREATE TRIGGER IF NOT EXISTS events_fts_sync AFTER INSERT ON events BEGIN
+        INSERT INTO events_fts(rowid, body) VALUES (
+            new.id,
+            coalesce(new.thread_id, '') || char(10) || coalesce(new.agent, '') || char(10)
+            || new.kind || char(10) || coalesce((
+                SELECT group_concat(
+                    CASE WHEN typeof(key) = 'text' THEN key || ': ' ELSE '' END
+                    || coalesce(atom, ''), char(10))
+                FROM json_tree(new.detail)), '')
+        );
+    END""",
+)
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    """One stored audit record."""
+
+    id: int
+    ts: str
+    thread_id: str | None
+    agent: str | None
+    kind: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as the `audit --json` contract prints it."""
+        return {
+            "id": self.id,
+            "ts": self.ts,
+            "thread_id": self.thread_id,
+            "agent": self.agent,
+            "kind": self.kind,
+            "detail": self.detail,
+        }
+
+    def summary(self, width: int = 80) -> str:
+        """The detail as one short printable line (`key=value ...`), cut with `…`."""
+        parts = [
+            f"{key}={value if isinstance(value, str) else _dumps(value)}"
+            for key, value in self.detail.items()
+        ]
+        line = " ".join(" ".join(parts).split())
+        line = "".join(ch for ch in line if ch.isprintable())
+        return line if len(line) <= width else line[: max(width - 1, 0)] + "…"
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    """Filters for reading the log; `since` is inclusive, `until` exclusive (ISO-8601)."""
+
+    thread_id: str | None = None
+    kinds: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
+    text: str | None = None
+
+
+class AuditLog:
+    """The audit log in the SQLite file at `path` (thread-safe, multi-process safe)."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        secrets: Iterable[str] = (),
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.path = path
+        self._secrets = tuple(s for s in secrets if s)
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._lock = threading.Lock()
+        self._conn = open_database(path, what="audit log", check_same_thread=False)
+        self._conn.create_function("shopbot_contains", 2, _contains, deterministic=True)
+        apply_schema(self._conn, _SCHEMA, path=path, what="audit log")
+
+    def _prepare(
+        self, kind: str, thread_id: str | None, agent: str | None, detail: Mapping[str, Any] | None
+    ) -> tuple[str, str | None, str | None, str, dict[str, Any]]:
+        if kind not in AUDIT_KINDS:
+            raise ValueError(
+                f"Unknown audit kind {kind!r}; known: {', '.join(sorted(AUDIT_KINDS))}"
+            )
+        clean = redact_data(_plain(dict(detail or {})), self._secrets)
+        safe_agent = redact(agent, self._secrets) if agent is not None else None
+        return utc_timestamp(self._clock()), thread_id, safe_agent, kind, clean
+
+    def append(
+        self,
+        kind: str,
+        *,
+        thread_id: str | None = None,
+        agent: str | None = None,
+        detail: Mapping[str, Any] | None = None,
+    ) -> AuditEvent:
+        """Store one event (its detail redacted first) and return it as stored."""
+        ts, thread_id, agent, kind, clean = self._prepare(kind, thread_id, agent, detail)
+        with self._lock:
+            cursor = self._conn.execute(
+                "INSERT INTO events (ts, thread_id, agent, kind, detail) VALUES (?, ?, ?, ?, ?)",
+                (ts, thread_id, agent, kind, _dumps(clean)),
+            )
+        assert cursor.lastrowid is not None
+        return AuditEvent(cursor.lastrowid, ts, thread_id, agent, kind, clean)
+
+    def append_many(self, events: Iterable[Mapping[str, Any]], *, batch: int = 2_000) -> int:
+        """Bulk `append` for benchmarks and tests: mappings with kind/thread_id/agent/detail."""
+        total = 0
+        rows: list[tuple[str, str | None, str | None, str, str]] = []
+        for event in events:
+            ts, thread_id, agent, kind, clean = self._prepare(
+                event["kind"], event.get("thread_id"), event.get("agent"), event.get("detail")
+            )
+            rows.append((ts, thread_id, agent, kind, _dumps(clean)))
+            if len(rows) >= batch:
+                total += self._insert_rows(rows)
+                rows = []
+        return total + self._insert_rows(rows)
+
+    def _insert_rows(self, rows: list[tuple[str, str | None, str | None, str, str]]) -> int:
+        # One INSERT for the whole batch: FTS5 flushes its index at every statement, so
+        # row-by-row inserts through the sync trigger cost 3x more. A short transaction
+        # per batch lets other processes' appends interleave.
+        if not rows:
+            return 0
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO events (ts, thread_id, agent, kind, detail) "
+                "SELECT value->>0, value->>1, value->>2, value->>3, value->>4 FROM json_each(?)",
+                (_dumps(rows),),
+            )
+        return len(rows)
+
+    def page(
+        self, query: AuditQuery | None = None, *, limit: int = 100, before_id: int | None = None
+    ) -> list[AuditEvent]:
+        """Up to `limit` matching events, newest first, older than `before_id` when given."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
+        with self._lock:
+            source, params, order = self._plan(query or AuditQuery(), before_id)
+            sql = f"SELECT e.* FROM {source} ORDER BY {order} DESC LIMIT ?"  # noqa: S608
+            rows = self._conn.execute(sql, (*params, limit)).fetchall()
+        return [_event(row) for row in rows]
+
+    def count(self, query: AuditQuery | None = None) -> int:
+        """How many events match."""
+        with self._lock:
+            source, params, _ = self._plan(query or AuditQuery(), None)
+            sql = f"SELECT count(*) FROM {source}"  # noqa: S608 - built from constant clauses
+            return int(self._conn.execute(sql, params).fetchone()[0])
+
+    def get(self, event_id: int) -> AuditEvent | None:
+        """The event with this id, or None."""
+        with self._lock:
+            row = self._conn.execute("SELECT * FROM events WHERE id = ?", (event_id,)).fetchone()
+        return _event(row) if row else None
+
+    def thread_ids(self) -> list[str]:
+        """Threads that have events, the most recently active first."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT thread_id FROM events WHERE thread_id IS NOT NULL "
+                "GROUP BY thread_id ORDER BY max(id) DESC"
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def iter_events(
+        self, query: AuditQuery | None = None, *, page_size: int = 500
+    ) -> Iterator[AuditEvent]:
+        """Every matching event, newest first, read a page at a time."""
+        before_id: int | None = None
+        while True:
+            events = self.page(query, limit=page_size, before_id=before_id)
+            yield from events
+            if len(events) < page_size:
+                return
+            before_id = events[-1].id
+
+    def export_jsonl(self, dest: Path | TextIO, query: AuditQuery | None = None) -> int:
+        """Write matching events as JSON lines (newest first) and return how many."""
+        if isinstance(dest, Path):
+            with dest.open("w", encoding="utf-8", newline="\n") as out:
+                return self.export_jsonl(out, query)
+        written = 0
+        for event in self.iter_events(query):
+            dest.write(_dumps(event.to_json()) + "\n")
+            written += 1
+        return written
+
+    def _plan(self, query: AuditQuery, before_id: int | None) -> tuple[str, list[Any], str]:
+        """`FROM ... WHERE ...`, its parameters, and the id column to order by (lock held)."""
+        clauses, params = _structured(query)
+        text = (query.text or "").strip()
+        # Free text: walk the FTS index in rowid order (a page stops after `limit` hits), unless
+        # the other filters leave few rows: then test just those rows' text. Either way alone
+        # has a 100 ms case: a common word within a rare kind, a rare word within a common one.
+        probe = bool(text and clauses) and self._rows_matching(clauses, params) <= _PROBE_ROWS
+        order = "f.rowid" if text and not probe else "e.id"
+        source = "events e"
+        if text:
+            search, param = _text_clause(text, index=not probe)
+            if probe:
+                exists = "EXISTS (SELECT 1 FROM events_fts f WHERE f.rowid = e.id AND {})"
+                clauses.append(exists.format(search))
+            else:
+                source = "events_fts f JOIN events e ON e.id = f.rowid"
+                clauses.append(search)
+            params.append(param)
+        if before_id is not None:
+            clauses.append(f"{order} < ?")
+            params.append(before_id)
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        return source + where, params, order
+
+    def _rows_matching(self, clauses: list[str], params: list[Any]) -> int:
+        # Indexed (thread, kind, ts): about a millisecond even over 100k events.
+        sql = f"SELECT count(*) FROM events e WHERE {' AND '.join(clauses)}"  # noqa: S608
+        return int(self._conn.execute(sql, params).fetchone()[0])
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> AuditLog:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _structured(query: AuditQuery) -> tuple[list[str], list[Any]]:
+    """WHERE clauses (on `e`) for every filter but the free text."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if query.thread_id is not None:
+        clauses.append("e.thread_id = ?")
+        params.append(query.thread_id)
+    if query.kinds:
+        unknown = sorted(set(query.kinds) - AUDIT_KINDS)
+        if unknown:
+            raise ValueError(f"Unknown audit kind(s): {', '.join(unknown)}")
+        clauses.append(f"e.kind IN ({', '.join('?' * len(query.kinds))})")
+        params.extend(query.kinds)
+    if query.since:
+        clauses.append("e.ts >= ?")
+        params.append(_normalise_ts(query.since))
+    if query.until:
+        clauses.append("e.ts < ?")
+        params.append(_normalise_ts(query.until))
+    return clauses, params
+
+
+def _text_clause(text: str, *, index: bool) -> tuple[str, str]:
+    """A predicate on `f.body` (the searchable text) and its parameter."""
+    if index and len(text) >= _MIN_FTS_CHARS:
+        # A quoted FTS5 string is a phrase: with trigrams, a case-insensitive substring.
+        return "events_fts MATCH ?", '"' + text.replace('"', '""') + '"'
+    if text.isascii():
+        # LIKE folds ASCII case only, which is all an ASCII needle needs.
+        escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return "f.body LIKE ? ESCAPE '\\'", f"%{escaped}%"
+    return "shopbot_contains(f.body, ?)", text.casefold()
+
+
+def _contains(body: str | None, needle: str) -> bool:
+    return body is not None and needle in body.casefold()
+
+
+def _normalise_ts(value: str) -> str:
+    # Stored stamps compare as text, so bring "2025-06-10" or "+02:00" to the same shape.
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError as exc:
+        raise ValueError(f"Not an ISO-8601 date or time: {value!r}") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return utc_timestamp(moment)
+
+
+def _event(row: sqlite3.Row) -> AuditEvent:
+    return AuditEvent(
+        id=row["id"],
+        ts=row["ts"],
+        thread_id=row["thread_id"],
+        agent=row["agent"],
+        kind=row["kind"],
+        detail=json.loads(row["detail"]),
+    )
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready data: Decimal, datetime, Path, models and the rest become strings/lists."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {storable_text(str(k)): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((_plain(v) for v in value), key=str)
+    if isinstance(value, datetime | date | day_time):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return _plain(value.value)
+    model_dump = getattr(value, "model_dump", None)
+    if callable(model_dump):
+        return _plain(model_dump(mode="json"))
+    return str(value)

@@ -1,0 +1,269 @@
+"""Conversations and their complete transcript, in one local SQLite file.
+
+The graph summarises its own history as it grows; this transcript never is, so a person
+can always read back everything that was said ("nothing is ever lost").
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+import sqlite3
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, cast
+
+from agents.events import AGENTS, DEFAULT_AGENT
+from agents.sqlite_store import (
+    apply_schema,
+    immediate_transaction,
+    open_database,
+    storable_text,
+    utc_timestamp,
+)
+
+THREAD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+_THREAD_ID = re.compile(THREAD_ID_PATTERN)
+ThreadStatus = Literal["idle", "awaiting_approval", "error"]
+THREAD_STATUSES: tuple[ThreadStatus, ...] = ("idle", "awaiting_approval", "error")
+Role = Literal["customer", "assistant", "note"]
+ROLES: tuple[Role, ...] = ("customer", "assistant", "note")
+TITLE_LENGTH = 60
+
+_SCHEMA = (
+    # `touched` orders the list: a counter, unlike a timestamp, never ties.
+    """CREATE TABLE IF NOT EXISTS threads (
+        thread_id TEXT PRIMARY KEY,
+        customer TEXT,
+        title TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        active_agent TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('idle', 'awaiting_approval', 'error')),
+        turns INTEGER NOT NULL DEFAULT 0,
+        touched INTEGER NOT NULL DEFAULT 0
+    )""",
+    "CREATE INDEX IF NOT EXISTS threads_touched ON threads(touched)",
+    """CREATE TABLE IF NOT EXISTS lines (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        thread_id TEXT NOT NULL REFERENCES threads(thread_id),
+        ts TEXT NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('customer', 'assistant', 'note')),
+        text TEXT NOT NULL,
+        agent TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS lines_thread ON lines(thread_id, id)",
+)
+# Every write bumps `touched` past all others, inside the write transaction.
+_TOUCH = "touched = (SELECT coalesce(max(touched), 0) + 1 FROM threads), updated_at = ?"
+
+
+def validate_thread_id(value: str) -> str:
+    """`value` if it is a usable thread id, else ValueError saying what is allowed."""
+    # fullmatch, not match: with `$`, match() accepts a trailing newline ("t1\n").
+    if not isinstance(value, str) or not _THREAD_ID.fullmatch(value):
+        raise ValueError(
+            f"Invalid thread id {value!r}: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit."
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    """One conversation as listed in the thread picker and `shopbot threads`."""
+
+    thread_id: str
+    customer: str | None
+    title: str
+    created_at: str
+    updated_at: str
+    active_agent: str
+    status: ThreadStatus
+    turns: int
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data for `--json` output."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ChatLine:
+    """One line of the transcript."""
+
+    id: int
+    thread_id: str
+    ts: str
+    role: Role
+    text: str
+    agent: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data for `--json` output."""
+        return asdict(self)
+
+
+def make_title(text: str) -> str:
+    """One line of at most TITLE_LENGTH characters, cut with `…`."""
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
+
+
+class ThreadRegistry:
+    """Threads and transcripts in the SQLite file at `path` (thread-safe)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._conn = open_database(path, what="thread registry", check_same_thread=False)
+        apply_schema(self._conn, _SCHEMA, path=path, what="thread registry")
+
+    def get(self, thread_id: str) -> ThreadInfo | None:
+        """The thread, or None when it was never started."""
+        validate_thread_id(thread_id)
+        with self._lock:
+            return self._get(thread_id)
+
+    def _get(self, thread_id: str) -> ThreadInfo | None:
+        row = self._conn.execute("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
+        found = row.fetchone()
+        return _info(found) if found else None
+
+    def ensure(self, thread_id: str, *, customer: str | None) -> ThreadInfo:
+        """The thread, created if missing; a given customer name replaces the stored one."""
+        validate_thread_id(thread_id)
+        customer = (customer or "").strip() or None
+        now = utc_timestamp()
+        with self._lock, immediate_transaction(self._conn) as conn:
+            conn.execute(
+                "INSERT INTO threads (thread_id, customer, created_at, updated_at, active_agent,"
+                " status, touched) VALUES (?, ?, ?, ?, ?, 'idle',"
+                " (SELECT coalesce(max(touched), 0) + 1 FROM threads))"
+                " ON CONFLICT(thread_id) DO NOTHING",
+                (thread_id, customer, now, now, DEFAULT_AGENT),
+            )
+            # Never back to None: `shopbot chat` without --customer keeps the known name.
+            if customer is not None:
+                conn.execute(
+                    "UPDATE threads SET customer = ? WHERE thread_id = ? AND customer IS NOT ?",
+                    (customer, thread_id, customer),
+                )
+            info = self._get(thread_id)
+        assert info is not None
+        return info
+
+    def update(
+        self,
+        thread_id: str,
+        *,
+        active_agent: str | None = None,
+        status: ThreadStatus | None = None,
+        title: str | None = None,
+        count_turn: bool = False,
+    ) -> ThreadInfo:
+        """Change what is given; `title` only sticks while the thread has none."""
+        validate_thread_id(thread_id)
+        if active_agent is not None and active_agent not in AGENTS:
+            raise ValueError(f"Unknown agent {active_agent!r}; known: {', '.join(AGENTS)}")
+        if status is not None and status not in THREAD_STATUSES:
+            raise ValueError(f"Unknown status {status!r}; known: {', '.join(THREAD_STATUSES)}")
+        with self._lock, immediate_transaction(self._conn) as conn:
+            changed = conn.execute(
+                f"UPDATE threads SET {_TOUCH},"  # noqa: S608 - constant text
+                " active_agent = coalesce(?, active_agent), status = coalesce(?, status),"
+                " title = CASE WHEN title = '' THEN coalesce(?, '') ELSE title END,"
+                " turns = turns + ? WHERE thread_id = ?",
+                (
+                    utc_timestamp(),
+                    active_agent,
+                    status,
+                    make_title(title) if title else None,
+                    int(count_turn),
+                    thread_id,
+                ),
+            ).rowcount
+            if not changed:
+                raise ValueError(f"Unknown thread {thread_id!r}: start it first.")
+            info = self._get(thread_id)
+        assert info is not None
+        return info
+
+    # `builtins.list` below: inside the class, `list` is this method.
+    def list(self, limit: int = 200) -> builtins.list[ThreadInfo]:
+        """Threads, the most recently updated first."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT * FROM threads ORDER BY touched DESC LIMIT ?", (limit,)
+            ).fetchall()
+        return [_info(row) for row in rows]
+
+    def append_line(
+        self, thread_id: str, role: Role, text: str, agent: str | None = None
+    ) -> ChatLine:
+        """Add a line to the transcript; the first customer line also titles the thread."""
+        validate_thread_id(thread_id)
+        if role not in ROLES:
+            raise ValueError(f"Unknown role {role!r}; known: {', '.join(ROLES)}")
+        ts = utc_timestamp()
+        text = storable_text(text)
+        title = make_title(text) if role == "customer" else None
+        with self._lock, immediate_transaction(self._conn) as conn:
+            changed = conn.execute(
+                f"UPDATE threads SET {_TOUCH},"  # noqa: S608 - constant text
+                " title = CASE WHEN title = '' THEN coalesce(?, '') ELSE title END"
+                " WHERE thread_id = ?",
+                (ts, title, thread_id),
+            ).rowcount
+            if not changed:
+                raise ValueError(f"Unknown thread {thread_id!r}: start it first.")
+            cursor = conn.execute(
+                "INSERT INTO lines (thread_id, ts, role, text, agent) VALUES (?, ?, ?, ?, ?)",
+                (thread_id, ts, role, text, agent),
+            )
+        assert cursor.lastrowid is not None
+        return ChatLine(cursor.lastrowid, thread_id, ts, role, text, agent)
+
+    def lines(self, thread_id: str, *, limit: int | None = None) -> builtins.list[ChatLine]:
+        """The transcript oldest first; with `limit`, only the last `limit` lines."""
+        validate_thread_id(thread_id)
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT * FROM (SELECT * FROM lines WHERE thread_id = ? ORDER BY id DESC LIMIT ?)"
+                " ORDER BY id",
+                (thread_id, -1 if limit is None else max(limit, 0)),
+            ).fetchall()
+        return [
+            ChatLine(r["id"], r["thread_id"], r["ts"], r["role"], r["text"], r["agent"])
+            for r in rows
+        ]
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> ThreadRegistry:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _info(row: sqlite3.Row) -> ThreadInfo:
+    return ThreadInfo(
+        thread_id=row["thread_id"],
+        customer=row["customer"],
+        title=row["title"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        active_agent=row["active_agent"],
+        status=cast(ThreadStatus, row["status"]),
+        turns=row["turns"],
+    )

@@ -1,0 +1,207 @@
+"""The `shopbot` command: the TUI by default, and headless sub-commands over the same facade.
+
+Exit codes: 0 done or awaiting approval; 2 bad usage or bad input; 1 the model provider failed.
+Errors are one clear line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from agents.settings import Settings
+
+if TYPE_CHECKING:
+    from agents.events import TurnResult
+    from agents.facade import ShopBotEngine
+
+EXIT_OK = 0
+EXIT_PROVIDER = 1
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """Bad usage or bad input: exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line, not argparse's usage dump.
+        self.exit(EXIT_USAGE, f"shopbot: {message} (see `shopbot --help`)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="shopbot",
+        description="ShopBot: a safe customer-support assistant for an online shop.",
+    )
+    parser.add_argument("--thread", help="open this conversation (TUI)")
+    parser.add_argument("--customer", help="who the customer is (used by the ownership gate)")
+    parser.add_argument("--offline", action="store_true", help="use the offline demo model")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    chat = commands.add_parser("chat", help="send one message, headless")
+    chat.add_argument("thread_id", metavar="THREAD")
+    chat.add_argument("message", metavar="MESSAGE")
+    chat.add_argument("--customer", dest="chat_customer", help="who the customer is")
+    chat.add_argument("--json", action="store_true", help="print one JSON object")
+    chat.add_argument("--offline", dest="chat_offline", action="store_true")
+
+    resume = commands.add_parser("resume", help="answer a pending approval")
+    resume.add_argument("thread_id", metavar="THREAD")
+    resume.add_argument("decision", metavar="DECISION")
+    resume.add_argument("--json", action="store_true", help="print one JSON object")
+    resume.add_argument("--offline", dest="chat_offline", action="store_true")
+
+    threads = commands.add_parser("threads", help="list conversations")
+    threads.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    audit = commands.add_parser("audit", help="read the audit log, newest first")
+    audit.add_argument("--thread", dest="audit_thread", help="only this conversation")
+    audit.add_argument("--kind", help="only this kind of event")
+    audit.add_argument("--text", help="only events whose detail contains this text")
+    audit.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+    audit.add_argument("--json", action="store_true", help="one JSON object per line")
+    return parser
+
+
+def _print_result(result: TurnResult, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(result.to_json(), ensure_ascii=False))
+    elif result.status == "awaiting_approval" and result.pending:
+        pending = result.pending
+        print(_describe_pending(pending.kind, pending.payload))
+        print(f"Decide with: shopbot resume {result.thread_id} {'|'.join(pending.options)}")
+    elif result.reply:
+        print(result.reply)
+    if result.status == "error":
+        print(f"shopbot: {result.error}", file=sys.stderr)
+        return EXIT_PROVIDER
+    return EXIT_OK
+
+
+def _describe_pending(kind: str, payload: dict[str, Any]) -> str:
+    if kind == "refund_approval":
+        return (
+            f"Waiting for approval: refund of {payload.get('order_id')} "
+            f"(${payload.get('amount')}, {payload.get('product')}) for {payload.get('customer')}; "
+            f"reason: {payload.get('reason')}"
+        )
+    return (
+        f"Waiting for review: {payload.get('sentiment')} complaint from "
+        f"{payload.get('customer') or 'the customer'}: {payload.get('issue_summary')}"
+    )
+
+
+async def _with_engine(
+    settings: Settings, action: Callable[[ShopBotEngine], Awaitable[int]]
+) -> int:
+    from agents.facade import ShopBotEngine
+
+    async with ShopBotEngine(settings) as engine:
+        return await action(engine)
+
+
+def _run(settings: Settings, action: Callable[[ShopBotEngine], Awaitable[int]]) -> int:
+    from agents.facade import InputError
+    from agents.sqlite_store import StorageError
+
+    try:
+        return asyncio.run(_with_engine(settings, action))
+    except (InputError, StorageError) as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _threads(settings: Settings, as_json: bool) -> int:
+    from agents.thread_registry import ThreadRegistry
+
+    with ThreadRegistry(settings.threads_path) as registry:
+        for info in registry.list():
+            if as_json:
+                print(json.dumps(info.to_json(), ensure_ascii=False))
+            else:
+                who = info.customer or "-"
+                print(
+                    f"{info.thread_id}\t{info.status}\t{info.active_agent}\t{who}\t"
+                    f"{info.turns} turns\t{info.updated_at}\t{info.title}"
+                )
+    return EXIT_OK
+
+
+def _audit(settings: Settings, args: argparse.Namespace) -> int:
+    from agents.audit_log import AUDIT_KINDS, AuditLog, AuditQuery
+
+    if args.kind and args.kind not in AUDIT_KINDS:
+        raise UsageError(f"unknown kind {args.kind!r}; kinds: {', '.join(sorted(AUDIT_KINDS))}")
+    if args.limit < 1:
+        raise UsageError("--limit must be at least 1")
+    query = AuditQuery(
+        thread_id=args.audit_thread, kinds=(args.kind,) if args.kind else (), text=args.text
+    )
+    with AuditLog(settings.audit_path) as audit:
+        for event in audit.page(query, limit=args.limit):
+            if args.json:
+                print(json.dumps(event.to_json(), ensure_ascii=False))
+            else:
+                print(
+                    f"{event.ts}  {event.thread_id or '-'}  {event.agent or '-'}  "
+                    f"{event.kind}  {event.summary(100)}"
+                )
+    return EXIT_OK
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    offline = bool(args.offline or getattr(args, "chat_offline", False))
+    settings = Settings.from_env(offline=offline)
+    from agents.logging_setup import configure_logging
+
+    configure_logging(settings.home)
+    if args.command is None:
+        from shopbot_tui.app import run_tui
+
+        return run_tui(settings, thread_id=args.thread, customer=args.customer)
+    if args.command == "chat":
+        customer = args.chat_customer or args.customer
+
+        async def chat(engine: ShopBotEngine) -> int:
+            return _print_result(
+                await engine.send(args.thread_id, args.message, customer=customer), args.json
+            )
+
+        return _run(settings, chat)
+    if args.command == "resume":
+
+        async def resume(engine: ShopBotEngine) -> int:
+            return _print_result(await engine.decide(args.thread_id, args.decision), args.json)
+
+        return _run(settings, resume)
+    if args.command == "threads":
+        return _threads(settings, args.json)
+    return _audit(settings, args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except UsageError as exc:
+        print(f"shopbot: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("shopbot: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        from agents.redaction import redact
+
+        print(
+            f"shopbot: unexpected error ({type(exc).__name__}): {redact(str(exc))}", file=sys.stderr
+        )
+        return EXIT_PROVIDER
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

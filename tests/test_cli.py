@@ -1,0 +1,191 @@
+"""The `shopbot` command as users' scripts run it: the installed console script, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.fake_mistral import FAKE_API_KEY, FakeMistralServer, structured, text, tool_call
+
+pytestmark = pytest.mark.cli
+
+SHOPBOT = Path(sys.executable).with_name("shopbot")
+RESULT_KEYS = {"thread_id", "status", "reply", "active_agent", "pending"}
+
+
+def run(
+    home: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("MISTRAL_", "SHOPBOT_"))}
+    environ.update({"SHOPBOT_HOME": str(home), **(env or {})})
+    done = subprocess.run(
+        [str(SHOPBOT), *args], capture_output=True, text=True, env=environ, timeout=120, check=False
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("shopbot: ")
+    return lines[0]
+
+
+def test_console_script_is_installed() -> None:
+    assert SHOPBOT.exists()
+
+
+def test_chat_json_contract(tmp_path: Path) -> None:
+    done = run(tmp_path, "chat", "t1", "Where is my order ORD-002?", "--customer", "Sam", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert set(result) == RESULT_KEYS
+    assert result["thread_id"] == "t1"
+    assert result["status"] == "done"
+    assert result["active_agent"] == "order_agent"
+    assert result["pending"] is None
+    assert "In Transit" in result["reply"]
+
+
+def test_approval_flow_and_its_bad_inputs(tmp_path: Path) -> None:
+    ask = run(
+        tmp_path,
+        "chat",
+        "r1",
+        "Refund ORD-005, it crackles at any volume",
+        "--customer",
+        "Sam",
+        "--json",
+    )
+    assert ask.returncode == 0, ask.stderr
+    pending = json.loads(ask.stdout)["pending"]
+    assert json.loads(ask.stdout)["status"] == "awaiting_approval"
+    assert pending["kind"] == "refund_approval"
+    assert pending["options"] == ["approve", "reject", "escalate"]
+    assert pending["order_id"] == "ORD-005" and pending["amount"] == "59.50"
+
+    blocked = run(tmp_path, "chat", "r1", "hello?")
+    assert blocked.returncode == 2
+    assert "waiting for a decision" in one_line_error(blocked)
+    invalid = run(tmp_path, "resume", "r1", "perhaps")
+    assert invalid.returncode == 2
+    assert "approve, reject, escalate" in one_line_error(invalid)
+    unknown = run(tmp_path, "resume", "nobody", "approve")
+    assert unknown.returncode == 2
+    assert "Unknown thread" in one_line_error(unknown)
+
+    # Still pending after all of that, and answered by a new process.
+    approved = run(tmp_path, "resume", "r1", "approve", "--json")
+    assert approved.returncode == 0, approved.stderr
+    result = json.loads(approved.stdout)
+    assert result["status"] == "done" and "REF-ORD-005-" in result["reply"]
+    again = run(tmp_path, "resume", "r1", "approve")
+    assert again.returncode == 2
+    assert "no decision pending" in one_line_error(again)
+
+
+def test_plain_text_output_says_how_to_decide(tmp_path: Path) -> None:
+    done = run(
+        tmp_path, "chat", "r2", "Refund ORD-001, the left earcup broke", "--customer", "Alex"
+    )
+    assert done.returncode == 0
+    assert "Waiting for approval: refund of ORD-001" in done.stdout
+    assert "shopbot resume r2 approve|reject|escalate" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("chat", "t", "   "), "empty"),
+        (("chat", "t", "x" * 20_000), "too long"),
+        (("chat", "bad/thread", "hi"), "thread id"),
+        (("chat", "t"), "required"),
+        (("audit", "--kind", "nope"), "unknown kind"),
+        (("frobnicate",), "invalid choice"),
+    ],
+)
+def test_bad_usage_exits_2_with_one_line(
+    tmp_path: Path, args: tuple[str, ...], expected: str
+) -> None:
+    done = run(tmp_path, *args)
+    assert done.returncode == 2
+    assert expected in one_line_error(done)
+
+
+def test_threads_and_audit_json_lines(tmp_path: Path) -> None:
+    run(tmp_path, "chat", "a1", "Where is ORD-001?", "--customer", "Alex")
+    run(tmp_path, "chat", "a2", "Where is ORD-002?", "--customer", "Sam")
+    threads = [json.loads(line) for line in run(tmp_path, "threads", "--json").stdout.splitlines()]
+    assert [t["thread_id"] for t in threads] == ["a2", "a1"]
+    assert threads[0]["customer"] == "Sam"
+    audit = run(tmp_path, "audit", "--thread", "a1", "--json")
+    events = [json.loads(line) for line in audit.stdout.splitlines()]
+    assert events and all(
+        set(e) == {"id", "ts", "thread_id", "agent", "kind", "detail"} for e in events
+    )
+    assert {e["thread_id"] for e in events} == {"a1"}
+    assert [e["id"] for e in events] == sorted((e["id"] for e in events), reverse=True)
+    tools = run(tmp_path, "audit", "--kind", "tool_called", "--json").stdout.splitlines()
+    assert {json.loads(line)["detail"]["tool"] for line in tools} == {"lookup_order"}
+
+
+def test_provider_down_exits_1_and_keeps_the_thread(tmp_path: Path) -> None:
+    dead = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": "http://127.0.0.1:9/v1"}
+    done = run(tmp_path, "chat", "p1", "Where is ORD-001?", "--json", env=dead)
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["status"] == "error"
+    assert "cannot be reached" in one_line_error(done)
+    threads = [json.loads(line) for line in run(tmp_path, "threads", "--json").stdout.splitlines()]
+    assert threads[0]["thread_id"] == "p1" and threads[0]["status"] == "error"
+    # The thread is usable afterwards, offline this time.
+    retry = run(tmp_path, "chat", "p1", "Where is ORD-001?", "--offline", "--json")
+    assert retry.returncode == 0 and json.loads(retry.stdout)["status"] == "done"
+
+
+def test_approval_survives_a_new_process_through_mistral(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    reason = "the left earcup stopped working"
+    fake_mistral.script(
+        tool_call("transfer_to_refund_agent", {"reason": "refund"}),
+        tool_call("check_refund_eligibility", {"order_id": "ORD-001"}),
+        structured("RefundExtraction", {"order_id": "ORD-001", "reason": reason}),
+        tool_call("process_refund", {"order_id": "ORD-001", "reason": reason}),
+        text("Your refund is on its way."),
+    )
+    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
+    ask = run(
+        tmp_path, "chat", "m1", f"Refund ORD-001, {reason}", "--customer", "Alex", "--json", env=env
+    )
+    assert json.loads(ask.stdout)["status"] == "awaiting_approval", ask.stderr
+    done = run(tmp_path, "resume", "m1", "approve", "--json", env=env)
+    assert json.loads(done.stdout)["reply"] == "Your refund is on its way."
+    assert fake_mistral.served == 5
+
+
+def test_damaged_database_is_reported_and_left_alone(tmp_path: Path) -> None:
+    damaged = tmp_path / "shop.sqlite"
+    damaged.write_bytes(b"this is not a database" * 100)
+    done = run(tmp_path, "chat", "t", "hello")
+    assert done.returncode == 2
+    assert str(damaged) in one_line_error(done)
+    assert damaged.read_bytes() == b"this is not a database" * 100
+
+
+def test_api_key_never_reaches_output_logs_or_audit(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    fake_mistral.fail_next(503, times=10)
+    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
+    done = run(tmp_path, "chat", "k1", "hello", "--json", env=env)
+    assert done.returncode == 1
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert FAKE_API_KEY.encode() not in path.read_bytes(), path
+    assert FAKE_API_KEY not in done.stdout + done.stderr

@@ -1,0 +1,205 @@
+"""The thread registry: conversations, their status, and a transcript that keeps everything."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agents.sqlite_store import StorageError
+from agents.thread_registry import (
+    THREAD_ID_PATTERN,
+    ChatLine,
+    Role,
+    ThreadInfo,
+    ThreadRegistry,
+    validate_thread_id,
+)
+
+TS_PATTERN = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+
+
+@pytest.fixture
+def registry_path(tmp_path: Path) -> Path:
+    return tmp_path / "home" / "threads.sqlite"
+
+
+@pytest.fixture
+def registry(registry_path: Path) -> Iterator[ThreadRegistry]:
+    with ThreadRegistry(registry_path) as threads:
+        yield threads
+
+
+@pytest.mark.parametrize("value", ["a", "T1", "alex-2025.06_10", "x" * 64, "9lives"])
+def test_valid_thread_ids(value: str) -> None:
+    assert validate_thread_id(value) == value
+    assert re.fullmatch(THREAD_ID_PATTERN.strip("^$"), value)
+
+
+@pytest.mark.parametrize(
+    "value", ["", "-lead", ".hidden", "x" * 65, "with space", "a/b", "../etc", "ünï", "t\n"]
+)
+def test_invalid_thread_ids_are_refused_everywhere(registry: ThreadRegistry, value: str) -> None:
+    with pytest.raises(ValueError, match="Invalid thread id"):
+        validate_thread_id(value)
+    with pytest.raises(ValueError, match="Invalid thread id"):
+        registry.ensure(value, customer="Alex")
+    with pytest.raises(ValueError, match="Invalid thread id"):
+        registry.get(value)
+    with pytest.raises(ValueError, match="Invalid thread id"):
+        registry.append_line(value, "customer", "hi")
+    assert registry.list() == []
+
+
+def test_ensure_creates_once(registry: ThreadRegistry) -> None:
+    assert registry.get("t1") is None
+    info = registry.ensure("t1", customer="Alex")
+    assert info == ThreadInfo(
+        thread_id="t1",
+        customer="Alex",
+        title="",
+        created_at=info.created_at,
+        updated_at=info.created_at,
+        active_agent="order_agent",
+        status="idle",
+        turns=0,
+    )
+    assert TS_PATTERN.fullmatch(info.created_at)
+    assert registry.ensure("t1", customer="Alex") == info
+    assert registry.get("t1") == info
+    assert info.to_json() == {
+        "thread_id": "t1",
+        "customer": "Alex",
+        "title": "",
+        "created_at": info.created_at,
+        "updated_at": info.created_at,
+        "active_agent": "order_agent",
+        "status": "idle",
+        "turns": 0,
+    }
+
+
+def test_customer_is_never_overwritten_with_none(registry: ThreadRegistry) -> None:
+    registry.ensure("t1", customer="Alex")
+    assert registry.ensure("t1", customer=None).customer == "Alex"
+    assert registry.ensure("t1", customer="   ").customer == "Alex"
+    assert registry.ensure("t1", customer="Sam").customer == "Sam"
+    assert registry.ensure("t2", customer=None).customer is None
+    assert registry.ensure("t2", customer="Jordan").customer == "Jordan"
+
+
+def test_update_changes_only_what_is_given(registry: ThreadRegistry) -> None:
+    registry.ensure("t1", customer="Alex")
+    info = registry.update("t1", active_agent="refund_agent", count_turn=True)
+    assert (info.active_agent, info.status, info.turns) == ("refund_agent", "idle", 1)
+    info = registry.update("t1", status="awaiting_approval")
+    assert (info.active_agent, info.status, info.turns) == ("refund_agent", "awaiting_approval", 1)
+    info = registry.update("t1", count_turn=True, status="idle")
+    assert (info.status, info.turns, info.customer) == ("idle", 2, "Alex")
+    assert info.updated_at >= info.created_at
+
+
+def test_update_refuses_unknown_things(registry: ThreadRegistry) -> None:
+    with pytest.raises(ValueError, match="Unknown thread 'ghost'"):
+        registry.update("ghost", status="idle")
+    registry.ensure("t1", customer=None)
+    with pytest.raises(ValueError, match="Unknown agent"):
+        registry.update("t1", active_agent="supervisor")
+    with pytest.raises(ValueError, match="Unknown status"):
+        registry.update("t1", status="done")  # type: ignore[arg-type]
+    info = registry.get("t1")
+    assert info is not None and (info.active_agent, info.status) == ("order_agent", "idle")
+
+
+def test_title_comes_from_the_first_customer_message(registry: ThreadRegistry) -> None:
+    registry.ensure("t1", customer="Alex")
+    registry.append_line("t1", "note", "Thread opened")
+    registry.append_line("t1", "assistant", "Hello! How can I help?", agent="order_agent")
+    assert registry.get("t1").title == ""  # type: ignore[union-attr]
+    long = "My   headphones\narrived broken and I would like my money back please, order ORD-001"
+    registry.append_line("t1", "customer", long)
+    title = registry.get("t1").title  # type: ignore[union-attr]
+    assert len(title) == 60
+    assert title.startswith("My headphones arrived broken") and title.endswith("…")
+    registry.append_line("t1", "customer", "second message")
+    assert registry.update("t1", title="Another title").title == title
+
+    registry.ensure("t2", customer=None)
+    assert registry.update("t2", title="  Where is ORD-002?  ").title == "Where is ORD-002?"
+
+
+def test_list_is_most_recently_updated_first(registry: ThreadRegistry) -> None:
+    for thread in ["a", "b", "c"]:
+        registry.ensure(thread, customer=None)
+    assert [t.thread_id for t in registry.list()] == ["c", "b", "a"]
+    registry.update("a", count_turn=True)
+    assert [t.thread_id for t in registry.list()] == ["a", "c", "b"]
+    registry.append_line("b", "customer", "hello")
+    assert [t.thread_id for t in registry.list()] == ["b", "a", "c"]
+    registry.ensure("a", customer=None)  # nothing changed: not "updated"
+    assert [t.thread_id for t in registry.list(limit=2)] == ["b", "a"]
+
+
+def test_transcript_keeps_order_and_every_character(registry: ThreadRegistry) -> None:
+    registry.ensure("t1", customer="Alex")
+    registry.ensure("t2", customer="Sam")
+    texts: list[tuple[Role, str, str | None]] = [
+        ("customer", "Где мой заказ? [bold]ORD-001[/bold] 100% _now_", None),
+        ("assistant", "订单 ORD-001 已送达。", "order_agent"),
+        ("note", "Handed to refund_agent", None),
+        ("customer", "x" * 100_000, None),
+    ]
+    written = [registry.append_line("t1", role, text, agent) for role, text, agent in texts]
+    registry.append_line("t2", "customer", "other thread")
+    lines = registry.lines("t1")
+    assert lines == written
+    assert [(line.role, line.text, line.agent) for line in lines] == texts
+    assert [line.id for line in lines] == sorted(line.id for line in lines)
+    assert registry.lines("t1", limit=2) == written[-2:]
+    assert registry.lines("t1", limit=0) == []
+    assert registry.lines("never") == []
+    assert lines[1].to_json() == {
+        "id": lines[1].id,
+        "thread_id": "t1",
+        "ts": lines[1].ts,
+        "role": "assistant",
+        "text": "订单 ORD-001 已送达。",
+        "agent": "order_agent",
+    }
+    assert isinstance(lines[0], ChatLine) and TS_PATTERN.fullmatch(lines[0].ts)
+
+
+def test_lone_surrogates_are_stored_not_crashed(registry: ThreadRegistry) -> None:
+    registry.ensure("t1", customer=None)
+    line = registry.append_line("t1", "customer", "broken \ud83d paste")
+    assert registry.lines("t1") == [line]
+    assert line.text == "broken \ufffd paste"
+
+
+def test_append_line_needs_a_started_thread_and_a_known_role(registry: ThreadRegistry) -> None:
+    with pytest.raises(ValueError, match="Unknown thread 'ghost'"):
+        registry.append_line("ghost", "customer", "hi")
+    registry.ensure("t1", customer=None)
+    with pytest.raises(ValueError, match="Unknown role"):
+        registry.append_line("t1", "system", "hi")  # type: ignore[arg-type]
+    assert registry.lines("t1") == []
+
+
+def test_data_survives_reopening(registry_path: Path) -> None:
+    with ThreadRegistry(registry_path) as first:
+        first.ensure("t1", customer="Alex")
+        first.append_line("t1", "customer", "hello")
+        first.update("t1", status="error", count_turn=True)
+    with ThreadRegistry(registry_path) as second:
+        info = second.get("t1")
+        assert info is not None and (info.status, info.turns, info.title) == ("error", 1, "hello")
+        assert [line.text for line in second.lines("t1")] == ["hello"]
+
+
+def test_damaged_file_names_the_file(registry_path: Path) -> None:
+    registry_path.parent.mkdir(parents=True)
+    registry_path.write_bytes(b"not sqlite " * 400)
+    with pytest.raises(StorageError, match=re.escape(str(registry_path))):
+        ThreadRegistry(registry_path)
