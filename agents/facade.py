@@ -38,7 +38,7 @@ from agents.graph import build_graph
 from agents.history import repair_tail
 from agents.model_factory import make_model
 from agents.provider import ProviderUnavailable
-from agents.redaction import register_secret
+from agents.redaction import redact, register_secret
 from agents.replies import LIMIT_REACHED, TURN_FAILED_NOTE
 from agents.settings import Settings
 from agents.shop_data import ShopData
@@ -156,7 +156,8 @@ class ShopBotEngine:
         """One customer message, answered: a stream of events ending with `TurnFinished`."""
         thread_id = self._valid_thread_id(thread_id)
         try:
-            message = clean_message(text)
+            # A pasted key or token never enters the conversation, the model or any store.
+            message = redact(clean_message(text))
         except MessageRejected as exc:
             raise InputError(str(exc)) from exc
         customer = self._customer_for(thread_id, customer)
