@@ -117,24 +117,25 @@ class LocalChatModel(BaseChatModel):
             if run_manager:
                 await run_manager.on_llm_new_token(piece, chunk=chunk)
             yield chunk
+        raw_calls = [
+            *((c["id"], c["name"], json.dumps(c["args"])) for c in message.tool_calls),
+            *((c["id"], c["name"], c["args"]) for c in message.invalid_tool_calls),
+        ]
         yield ChatGenerationChunk(
             message=AIMessageChunk(
                 content="",
+                # As ChatMistralAI does: the provider's raw calls ride along in additional_kwargs.
+                additional_kwargs={
+                    "tool_calls": [
+                        {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                        for i, n, a in raw_calls
+                    ]
+                }
+                if raw_calls
+                else {},
                 tool_call_chunks=[
-                    *(
-                        {
-                            "name": c["name"],
-                            "args": json.dumps(c["args"]),
-                            "id": c["id"],
-                            "index": n,
-                        }
-                        for n, c in enumerate(message.tool_calls)
-                    ),
-                    # Malformed calls stream their raw text, as a provider would send it.
-                    *(
-                        {"name": c["name"], "args": c["args"], "id": c["id"], "index": i}
-                        for i, c in enumerate(message.invalid_tool_calls, len(message.tool_calls))
-                    ),
+                    {"name": name, "args": args, "id": call_id, "index": index}
+                    for index, (call_id, name, args) in enumerate(raw_calls)
                 ],
                 usage_metadata=message.usage_metadata,
                 chunk_position="last",

@@ -45,6 +45,9 @@ class ScriptedChatModel(LocalChatModel):
         self._script.extend(steps)
         return self
 
+    def clear_script(self) -> None:
+        self._script.clear()
+
     @property
     def requests(self) -> list[Request]:
         return self._requests

@@ -1,0 +1,234 @@
+"""Brakes, tool failures and misbehaving models, with a scripted model (exact, zero latency)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+
+from agents.events import LimitReached
+from agents.replies import LIMIT_REACHED
+from agents.specialists.answering import EMPTY_REPLY_FALLBACK
+from tests.engine_support import (
+    assert_mistral_valid,
+    audit_of,
+    decide,
+    history,
+    kinds,
+    open_engine,
+    say,
+    tools_run,
+)
+from tests.fakes.scripted_model import (
+    ScriptedChatModel,
+    call,
+    calls,
+    extract,
+    malformed,
+)
+from tests.fakes.scripted_model import (
+    say as says,
+)
+
+STATUS = extract("OrderExtraction", order_id="ORD-001", query_type="status")
+
+
+async def test_same_call_refused_then_turn_stopped(tmp_path: Path) -> None:
+    model = ScriptedChatModel().script(
+        call("lookup_order", order_id="ORD-001"),
+        STATUS,
+        call("lookup_order", order_id="ORD-001"),
+        call("lookup_order", order_id="ORD-001"),
+    )
+    async with open_engine(tmp_path, model=model) as engine:
+        turn = await say(engine, "rep", "Where is ORD-001?", "Alex")
+        assert [e.limit for e in turn.of(LimitReached)] == ["repeated_tool_call"]
+        assert turn.result.reply == LIMIT_REACHED
+        events = audit_of(engine, "rep")
+        assert tools_run(events) == [("lookup_order", {"order_id": "ORD-001"})]
+        assert kinds(events).count("tool_refused") == 1
+        assert "limit_reached" in kinds(events)
+        assert_mistral_valid(await history(engine, "rep"))
+    assert model.remaining == 0
+
+
+async def test_runaway_model_hits_the_recursion_limit_and_the_thread_recovers(
+    tmp_path: Path,
+) -> None:
+    # A model that asks for a different order every time: each call is refused, forever.
+    def another_order(request: Any) -> AIMessage:
+        n = len(request.messages)
+        return AIMessage(
+            content="",
+            tool_calls=[
+                {"name": "lookup_order", "args": {"order_id": f"ORD-{n % 1000:03d}"}, "id": "x"}
+            ],
+        )
+
+    model = ScriptedChatModel().script(call("lookup_order", order_id="ORD-001"), STATUS)
+    model.script(*[another_order] * 60)
+    async with open_engine(tmp_path, model=model) as engine:
+        turn = await say(engine, "run", "Where is ORD-001?", "Alex")
+        assert turn.result.status == "done"
+        assert turn.result.reply == LIMIT_REACHED
+        assert [e.limit for e in turn.of(LimitReached)] == ["recursion"]
+        state = await engine.graph.aget_state({"configurable": {"thread_id": "run"}})
+        assert state.next == ()
+        assert_mistral_valid(await history(engine, "run"))
+        model.clear_script()
+        model.script(says("Hello again!"))
+        again = await say(engine, "run", "Hello?", "Alex")
+        assert again.result.reply == "Hello again!"
+
+
+async def test_tool_failure_becomes_guidance_and_an_audit_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = ScriptedChatModel().script(
+        call("lookup_order", order_id="ORD-001"), STATUS, says("Sorry, our system is slow today.")
+    )
+    from agents.tools import domain
+
+    def broken_database(order_id: str, runtime: Any) -> Any:
+        raise TimeoutError("orders database timed out at db.internal:5432")
+
+    monkeypatch.setattr(domain, "_visible_order", broken_database)
+    async with open_engine(tmp_path, model=model) as engine:
+        turn = await say(engine, "tf", "Where is ORD-001?", "Alex")
+        assert turn.result.reply == "Sorry, our system is slow today."
+        failures = [e.detail for e in audit_of(engine, "tf") if e.kind == "tool_failed"]
+        assert len(failures) == 1 and "TimeoutError" in failures[0]["error"]
+        guidance = model.requests[-1].messages[-1]
+        assert isinstance(guidance, ToolMessage)
+        assert "lookup_order failed (TimeoutError)" in str(guidance.content)
+        assert "db.internal" not in str(guidance.content)  # no internals reach the model
+        assert "Traceback" not in str(guidance.content)
+
+
+async def test_handoff_next_to_another_tool_answers_both(tmp_path: Path) -> None:
+    model = ScriptedChatModel().script(
+        calls(
+            ("lookup_order", {"order_id": "ORD-001"}),
+            ("transfer_to_refund_agent", {"reason": "refund"}),
+        ),
+        says("Refund agent here. Which order?"),
+    )
+    async with open_engine(tmp_path, model=model) as engine:
+        turn = await say(engine, "mix", "Refund please", "Alex")
+        assert turn.result.active_agent == "refund_agent"
+        assert turn.result.reply == "Refund agent here. Which order?"
+        messages = await history(engine, "mix")
+        answers = [m for m in messages if isinstance(m, ToolMessage)]
+        assert [a.name for a in answers] == ["lookup_order", "transfer_to_refund_agent"]
+        assert "Not executed" in str(answers[0].content)
+        assert tools_run(audit_of(engine, "mix")) == []
+        assert_mistral_valid(messages)
+
+
+async def test_two_handoffs_in_one_message_apply_the_first(tmp_path: Path) -> None:
+    model = ScriptedChatModel().script(
+        calls(
+            ("transfer_to_complaints_agent", {"reason": "upset"}),
+            ("transfer_to_refund_agent", {"reason": "refund"}),
+        ),
+        extract(
+            "ComplaintExtraction",
+            issue_summary="The parcel arrived opened and damaged",
+            sentiment="disappointed",
+        ),
+        says("I'm sorry about the damaged parcel."),
+    )
+    async with open_engine(tmp_path, model=model) as engine:
+        turn = await say(engine, "two", "My parcel arrived opened and damaged", "Alex")
+        assert turn.result.active_agent == "complaints_agent"
+        handoffs = [e.detail["to"] for e in audit_of(engine, "two") if e.kind == "handoff"]
+        assert handoffs == ["complaints_agent"]
+        assert_mistral_valid(await history(engine, "two"))
+
+
+async def test_malformed_arguments_are_refused_and_history_stays_valid(tmp_path: Path) -> None:
+    model = ScriptedChatModel().script(
+        malformed("lookup_order", '{"order_id": "ORD-001"'),
+        call("lookup_order", order_id="ORD-001"),
+        STATUS,
+        says("Delivered."),
+    )
+    async with open_engine(tmp_path, model=model) as engine:
+        turn = await say(engine, "mal", "Where is ORD-001?", "Alex")
+        assert turn.result.reply == "Delivered."
+        assert kinds(audit_of(engine, "mal")).count("tool_refused") == 1
+        assert_mistral_valid(await history(engine, "mal"))
+
+
+async def test_arguments_that_miss_the_schema_are_refused(tmp_path: Path) -> None:
+    model = ScriptedChatModel().script(
+        call("lookup_order"),  # no order_id at all
+        call("lookup_order", order_id="ORD-001"),
+        STATUS,
+        says("Delivered."),
+    )
+    async with open_engine(tmp_path, model=model) as engine:
+        turn = await say(engine, "sch", "Where is ORD-001?", "Alex")
+        assert turn.result.reply == "Delivered."
+        refused = [e.detail["reason"] for e in audit_of(engine, "sch") if e.kind == "tool_refused"]
+        assert len(refused) == 1 and "order_id" in refused[0]
+
+
+async def test_unknown_tool_is_refused(tmp_path: Path) -> None:
+    model = ScriptedChatModel().script(
+        call("delete_all_orders", confirm=True), says("I can't do that.")
+    )
+    async with open_engine(tmp_path, model=model) as engine:
+        turn = await say(engine, "unk", "Delete everything", "Alex")
+        assert turn.result.reply == "I can't do that."
+        assert "Unknown tool 'delete_all_orders'" in str(model.requests[-1].messages[-1].content)
+
+
+async def test_an_empty_model_reply_never_reaches_the_history(tmp_path: Path) -> None:
+    model = ScriptedChatModel().script(says(""))
+    async with open_engine(tmp_path, model=model) as engine:
+        turn = await say(engine, "emp", "Hi", "Alex")
+        assert turn.result.reply == EMPTY_REPLY_FALLBACK
+        assert_mistral_valid(await history(engine, "emp"))
+
+
+async def test_unreadable_extraction_is_corrected(tmp_path: Path) -> None:
+    model = ScriptedChatModel().script(
+        call("lookup_order", order_id="ORD-001"),
+        says("ORD-001 I think"),  # no structured output at all
+        STATUS,
+        says("Delivered."),
+    )
+    async with open_engine(tmp_path, model=model) as engine:
+        turn = await say(engine, "unr", "Where is ORD-001?", "Alex")
+        assert turn.result.reply == "Delivered."
+        failed = [e.detail for e in audit_of(engine, "unr") if e.kind == "gate_failed"]
+        assert [f["gate"] for f in failed] == ["schema"]
+
+
+async def test_second_refund_of_an_order_is_refused_with_the_reference(tmp_path: Path) -> None:
+    reason = "the left earcup stopped working"
+    opening = (
+        call("check_refund_eligibility", order_id="ORD-001"),
+        extract("RefundExtraction", order_id="ORD-001", reason=reason),
+        call("process_refund", order_id="ORD-001", reason=reason),
+    )
+    model = ScriptedChatModel().script(
+        call("transfer_to_refund_agent", reason="refund"),
+        *opening,
+        says("Done."),
+        *opening,
+        says("Already refunded."),
+    )
+    async with open_engine(tmp_path, model=model) as engine:
+        await say(engine, "dup", f"Refund ORD-001, {reason}", "Alex")
+        await decide(engine, "dup", "approve")
+        first = engine.shop.refund_for("ORD-001")
+        assert first is not None
+        again = await say(engine, "dup", f"Refund ORD-001 again, {reason}", "Alex")
+        assert again.result.status == "done"  # no second approval is even asked for
+        failed = [e.detail["codes"] for e in audit_of(engine, "dup") if e.kind == "gate_failed"]
+        assert failed == [["refund_action.already_refunded"]]
+        assert first.reference in str(model.requests[-1].messages[-1].content)

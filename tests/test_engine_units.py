@@ -1,0 +1,159 @@
+"""Small pieces of the engine on their own: retry decisions, history views and repairs."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+
+import httpx
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from agents.context import RetryBudget
+from agents.history import (
+    MALFORMED,
+    dialogue_view,
+    repair_tail,
+    storable_reply,
+    unanswered_calls,
+)
+from agents.provider import describe_failure, retry_delay
+from agents.summary import KEEP_AT_LEAST, SUMMARY_TRIGGER, summary_cut
+from agents.text_safety import MAX_MESSAGE_CHARS, MessageRejected, clean_message, visible
+
+BUDGET = RetryBudget(attempts=4, base_delay=0.5, max_delay=8.0, max_retry_after=30.0)
+
+
+def status_error(status: int, headers: dict[str, str] | None = None) -> httpx.HTTPStatusError:
+    request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    response = httpx.Response(status, headers=headers or {}, request=request)
+    return httpx.HTTPStatusError("error", request=request, response=response)
+
+
+@pytest.mark.parametrize("status", [429, 500, 502, 503, 504])
+def test_transient_statuses_are_retried_with_growing_backoff(status: int) -> None:
+    delays = [retry_delay(status_error(status), attempt, BUDGET) for attempt in (1, 2, 3)]
+    assert all(d is not None for d in delays)
+    assert 0.4 <= delays[0] <= 0.6  # type: ignore[operator]
+    assert 0.8 <= delays[1] <= 1.2  # type: ignore[operator]
+    assert 1.6 <= delays[2] <= 2.4  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+def test_request_errors_are_not_retried(status: int) -> None:
+    assert retry_delay(status_error(status), 1, BUDGET) is None
+
+
+def test_retry_after_seconds_and_http_date_are_honoured() -> None:
+    assert retry_delay(status_error(429, {"Retry-After": "2"}), 1, BUDGET) == 2.0
+    later = email.utils.formatdate(time.time() + 5, usegmt=True)
+    delay = retry_delay(status_error(503, {"Retry-After": later}), 1, BUDGET)
+    assert delay is not None and 3.0 <= delay <= 5.5
+    # A provider asking for more patience than we have: fail the turn instead of hanging.
+    assert retry_delay(status_error(429, {"Retry-After": "3600"}), 1, BUDGET) is None
+
+
+def test_transport_errors_are_retried_other_errors_are_not() -> None:
+    assert retry_delay(httpx.ConnectError("refused"), 1, BUDGET) is not None
+    assert retry_delay(httpx.ReadTimeout("slow"), 1, BUDGET) is not None
+    assert retry_delay(ValueError("bug"), 1, BUDGET) is None
+
+
+def test_failures_are_described_in_one_safe_line() -> None:
+    assert "MISTRAL_API_KEY" in describe_failure(status_error(401))
+    assert "rate limiting" in describe_failure(status_error(429))
+    assert "HTTP 503" in describe_failure(status_error(503))
+    assert "cannot be reached" in describe_failure(httpx.ConnectError("refused"))
+    assert "\n" not in describe_failure(status_error(500))
+
+
+def test_dialogue_view_drops_tool_traffic_and_ends_on_the_customer() -> None:
+    messages = [
+        AIMessage(content="Welcome!"),
+        HumanMessage(content="Where is ORD-001?", id="h1"),
+        AIMessage(content="", tool_calls=[{"name": "lookup_order", "args": {}, "id": "a"}]),
+        ToolMessage(content="Order ORD-001: ...", tool_call_id="a"),
+        AIMessage(content="It was delivered."),
+        HumanMessage(content="And ORD-003?"),
+        AIMessage(content="", tool_calls=[{"name": "lookup_order", "args": {}, "id": "b"}]),
+    ]
+    view = dialogue_view(messages)
+    assert [m.type for m in view] == ["human", "ai", "human"]
+    assert view[-1].content == "And ORD-003?"
+
+
+def test_repair_answers_dangling_calls_and_closes_with_a_reply() -> None:
+    messages = [
+        HumanMessage(content="hi"),
+        AIMessage(
+            content="",
+            tool_calls=[
+                {"name": "lookup_order", "args": {}, "id": "a"},
+                {"name": "lookup_order", "args": {}, "id": "b"},
+            ],
+        ),
+        ToolMessage(content="done", tool_call_id="a"),
+    ]
+    repair = repair_tail(messages, "sorry")
+    assert [type(m).__name__ for m in repair] == ["ToolMessage", "AIMessage"]
+    assert isinstance(repair[0], ToolMessage) and repair[0].tool_call_id == "b"
+    assert repair_tail([HumanMessage(content="hi")], "sorry") == []
+
+
+def test_malformed_calls_are_stored_as_valid_calls_remembered_as_malformed() -> None:
+    reply = AIMessage(
+        content="",
+        invalid_tool_calls=[
+            {
+                "name": "lookup_order",
+                "args": '{"order_id": ORD',
+                "id": "abc123XYZ",
+                "error": "bad JSON",
+                "type": "invalid_tool_call",
+            }
+        ],
+    )
+    stored = storable_reply(reply)
+    assert stored.invalid_tool_calls == []
+    assert stored.tool_calls[0]["args"] == {}
+    pending = unanswered_calls([HumanMessage(content="x"), stored])
+    assert pending[0]["args"] == {MALFORMED: "bad JSON"}
+
+
+def test_lenient_streaming_parse_is_caught_by_the_raw_arguments() -> None:
+    streamed = AIMessage(
+        content="",
+        tool_calls=[{"name": "lookup_order", "args": {}, "id": "abc123XYZ"}],
+        additional_kwargs={
+            "tool_calls": [
+                {"id": "abc123XYZ", "function": {"name": "lookup_order", "arguments": "{oops"}}
+            ]
+        },
+    )
+    stored = storable_reply(streamed)
+    assert "abc123XYZ" in stored.response_metadata["malformed_calls"]
+
+
+def test_summary_cut_keeps_recent_turns_whole() -> None:
+    short = [HumanMessage(content=str(n)) for n in range(SUMMARY_TRIGGER)]
+    assert summary_cut(short) == 0
+    turn = [
+        HumanMessage(content="q"),
+        AIMessage(content="", tool_calls=[{"name": "lookup_order", "args": {}, "id": "a"}]),
+        ToolMessage(content="r", tool_call_id="a"),
+        AIMessage(content="answer"),
+    ]
+    long = [m.model_copy() for _ in range(12) for m in turn]
+    cut = summary_cut(long)
+    assert cut > 0
+    assert isinstance(long[cut], HumanMessage)  # never between a call and its answer
+    assert len(long) - cut >= KEEP_AT_LEAST
+
+
+def test_visible_turns_control_characters_into_signs() -> None:
+    assert visible("a\x1b[31mb\x07c\x9bd\r\ne\tf") == "a␛[31mb␇c\\x9bd\ne\tf"
+    assert clean_message("  hi  ") == "hi"
+    with pytest.raises(MessageRejected, match="empty"):
+        clean_message(" \n\t ")
+    with pytest.raises(MessageRejected, match="too long"):
+        clean_message("x" * (MAX_MESSAGE_CHARS + 1))
