@@ -10,18 +10,20 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from datetime import time as day_time
 from enum import Enum
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TextIO
 
 from agents.redaction import redact, redact_data
-from agents.sqlite_store import apply_schema, open_database, storable_text, utc_timestamp
+from agents.sqlite_store import (
+    SqliteStore,
+    storable_text,
+    utc_timestamp,
+)
 
 AUDIT_KINDS: frozenset[str] = frozenset(
     {
@@ -127,8 +129,11 @@ class AuditQuery:
     text: str | None = None
 
 
-class AuditLog:
+class AuditLog(SqliteStore):
     """The audit log in the SQLite file at `path` (thread-safe, multi-process safe)."""
+
+    WHAT = "audit log"
+    SCHEMA = _SCHEMA
 
     def __init__(
         self,
@@ -137,13 +142,10 @@ class AuditLog:
         secrets: Iterable[str] = (),
         clock: Callable[[], datetime] | None = None,
     ) -> None:
-        self.path = path
+        super().__init__(path)
         self._secrets = tuple(s for s in secrets if s)
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._lock = threading.Lock()
-        self._conn = open_database(path, what="audit log", check_same_thread=False)
         self._conn.create_function("shopbot_contains", 2, _contains, deterministic=True)
-        apply_schema(self._conn, _SCHEMA, path=path, what="audit log")
 
     def _prepare(
         self, kind: str, thread_id: str | None, agent: str | None, detail: Mapping[str, Any] | None
@@ -288,22 +290,6 @@ class AuditLog:
         # Indexed (thread, kind, ts): about a millisecond even over 100k events.
         sql = f"SELECT count(*) FROM events e WHERE {' AND '.join(clauses)}"  # noqa: S608
         return int(self._conn.execute(sql, params).fetchone()[0])
-
-    def close(self) -> None:
-        """Close the database connection."""
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> AuditLog:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _structured(query: AuditQuery) -> tuple[list[str], list[Any]]:

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
-import threading
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
-from agents.sqlite_store import apply_schema, immediate_transaction, open_database, utc_timestamp
+from agents.sqlite_store import (
+    SqliteStore,
+    immediate_transaction,
+    utc_timestamp,
+)
 
 
 @dataclass(frozen=True)
@@ -130,14 +132,14 @@ class OrderIds:
         return isinstance(order_id, str) and self._shop.has_order(order_id)
 
 
-class ShopData:
+class ShopData(SqliteStore):
     """Orders and the refund ledger in the SQLite file at `path` (thread-safe)."""
 
+    WHAT = "shop data"
+    SCHEMA = _SCHEMA
+
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        self._conn = open_database(path, what="shop data", check_same_thread=False)
-        apply_schema(self._conn, _SCHEMA, path=path, what="shop data")
+        super().__init__(path)
         self._seed()
 
     def _seed(self) -> None:
@@ -228,22 +230,6 @@ class ShopData:
             ).rowcount
             row = conn.execute("SELECT * FROM refunds WHERE order_id = ?", (order_id,)).fetchone()
         return RefundOutcome(record=_refund(row), created=inserted == 1)
-
-    def close(self) -> None:
-        """Close the database connection."""
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> ShopData:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _refund(row: sqlite3.Row) -> RefundRecord:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
 
 class StorageError(Exception):
@@ -130,3 +133,32 @@ def storable_text(text: str) -> str:
     except UnicodeEncodeError:
         return _SURROGATE.sub("\ufffd", text)
     return text
+
+
+class SqliteStore:
+    """A ShopBot store: one connection shared by threads behind a lock, schema applied once."""
+
+    WHAT = "local database"
+    SCHEMA: tuple[str, ...] = ()
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._conn = open_database(path, what=self.WHAT, check_same_thread=False)
+        apply_schema(self._conn, self.SCHEMA, path=path, what=self.WHAT)
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

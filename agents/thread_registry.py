@@ -9,17 +9,13 @@ from __future__ import annotations
 import builtins
 import re
 import sqlite3
-import threading
 from dataclasses import asdict, dataclass
-from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal, cast
 
 from agents.events import AGENTS, DEFAULT_AGENT
 from agents.sqlite_store import (
-    apply_schema,
+    SqliteStore,
     immediate_transaction,
-    open_database,
     storable_text,
     utc_timestamp,
 )
@@ -111,14 +107,11 @@ def make_title(text: str) -> str:
     return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
 
 
-class ThreadRegistry:
+class ThreadRegistry(SqliteStore):
     """Threads and transcripts in the SQLite file at `path` (thread-safe)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        self._conn = open_database(path, what="thread registry", check_same_thread=False)
-        apply_schema(self._conn, _SCHEMA, path=path, what="thread registry")
+    WHAT = "thread registry"
+    SCHEMA = _SCHEMA
 
     def get(self, thread_id: str) -> ThreadInfo | None:
         """The thread, or None when it was never started."""
@@ -238,22 +231,6 @@ class ThreadRegistry:
             ChatLine(r["id"], r["thread_id"], r["ts"], r["role"], r["text"], r["agent"])
             for r in rows
         ]
-
-    def close(self) -> None:
-        """Close the database connection."""
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> ThreadRegistry:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _info(row: sqlite3.Row) -> ThreadInfo:
