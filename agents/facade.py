@@ -132,21 +132,10 @@ class ShopBotEngine:
 
     async def pending_approval(self, thread_id: str) -> ApprovalRequest | None:
         """The decision this thread waits for, if any (it survives restarts)."""
-        state = await self.graph.aget_state(self._config(thread_id))
-        for pending in state.interrupts:
-            value = pending.value
-            if isinstance(value, dict) and "options" in value:
-                return ApprovalRequest(
-                    thread_id=thread_id,
-                    kind=value["kind"],
-                    options=tuple(value["options"]),
-                    payload={k: v for k, v in value.items() if k not in _NOT_FOR_PEOPLE},
-                )
-        return None
+        return _pending_in(thread_id, await self._snapshot(thread_id))
 
     async def active_agent(self, thread_id: str) -> str:
-        state = await self.graph.aget_state(self._config(thread_id))
-        return str(state.values.get("active_agent") or DEFAULT_AGENT)
+        return _active_in(await self._snapshot(thread_id))
 
     # --- acting ----------------------------------------------------------------------
 
@@ -162,7 +151,8 @@ class ShopBotEngine:
             raise InputError(str(exc)) from exc
         customer = self._customer_for(thread_id, customer)
         async with self._lock(thread_id):
-            if pending := await self.pending_approval(thread_id):
+            before = await self._snapshot(thread_id)
+            if pending := _pending_in(thread_id, before):
                 what = pending.kind.replace("_", " ")
                 raise InputError(
                     f"Thread {thread_id} is waiting for a decision ({what}: "
@@ -174,7 +164,7 @@ class ShopBotEngine:
             self.threads.append_line(thread_id, "customer", message)
             self.audit.append("turn_started", thread_id=thread_id, detail={"chars": len(message)})
             graph_input = {"messages": [HumanMessage(content=message)]}
-            async for event in self._drive(graph_input, thread_id, customer):
+            async for event in self._drive(graph_input, thread_id, customer, _active_in(before)):
                 yield event
 
     async def resume(self, thread_id: str, decision: str) -> AsyncIterator[EngineEvent]:
@@ -184,7 +174,8 @@ class ShopBotEngine:
         if info is None:
             raise InputError(f"Unknown thread {thread_id!r}: `shopbot threads` lists them.")
         async with self._lock(thread_id):
-            pending = await self.pending_approval(thread_id)
+            before = await self._snapshot(thread_id)
+            pending = _pending_in(thread_id, before)
             if pending is None:
                 raise InputError(f"Thread {thread_id} has no decision pending; nothing to resume.")
             choice = decision.strip().lower()
@@ -195,7 +186,8 @@ class ShopBotEngine:
                     f"choose one of: {', '.join(pending.options)}."
                 )
             self.threads.append_line(thread_id, "note", f"decision: {choice}")
-            async for event in self._drive(Command(resume=choice), thread_id, info.customer):
+            resume: Command[Any] = Command(resume=choice)
+            async for event in self._drive(resume, thread_id, info.customer, _active_in(before)):
                 yield event
 
     async def send(self, thread_id: str, text: str, *, customer: str | None = None) -> TurnResult:
@@ -209,6 +201,9 @@ class ShopBotEngine:
 
     def _config(self, thread_id: str) -> dict[str, Any]:
         return {"configurable": {"thread_id": thread_id}, "recursion_limit": RECURSION_LIMIT}
+
+    async def _snapshot(self, thread_id: str) -> Any:
+        return await self.graph.aget_state(self._config(thread_id))
 
     def _lock(self, thread_id: str) -> asyncio.Lock:
         lock = self._locks.setdefault(thread_id, asyncio.Lock())
@@ -235,11 +230,10 @@ class ShopBotEngine:
         return customer or known
 
     async def _drive(
-        self, graph_input: Any, thread_id: str, customer: str | None
+        self, graph_input: Any, thread_id: str, customer: str | None, agent: str
     ) -> AsyncIterator[EngineEvent]:
         config = self._config(thread_id)
         context = ShopContext(thread_id, customer, self.shop, self.audit, self.retry)
-        agent = await self.active_agent(thread_id)
         yield AgentChanged(agent=agent)
         reply = ""
         failure: TurnFailed | None = None
@@ -250,6 +244,11 @@ class ShopBotEngine:
                 context=context,
                 stream_mode=["messages", "custom"],
                 subgraphs=True,
+                # Checkpoint when the run stops (done, interrupted or failed), not after every
+                # step: it halves a turn's cost and its disk growth. A crash mid-turn loses only
+                # that turn's unfinished steps; the transcript and audit log already hold the
+                # message, and the refund ledger makes a replayed approval pay nothing twice.
+                durability="exit",
             ):
                 if mode == "messages":
                     chunk, _ = data
@@ -294,8 +293,8 @@ class ShopBotEngine:
         *,
         closing: bool,
     ) -> TurnResult:
-        state = await self.graph.aget_state(config)
-        pending = await self.pending_approval(thread_id)
+        state = await self._snapshot(thread_id)
+        pending = _pending_in(thread_id, state)
         if (failure is not None or closing) and pending is None:
             # The thread must not point at the failed node, nor keep a history Mistral rejects.
             messages = state.values.get("messages", [])
@@ -304,8 +303,8 @@ class ShopBotEngine:
             if closing and not any(isinstance(m, AIMessage) and m.text == note for m in repair):
                 repair.append(AIMessage(content=note))
             await self.graph.aupdate_state(config, {"messages": repair}, as_node="end_turn")
-            state = await self.graph.aget_state(config)
-        agent = str(state.values.get("active_agent") or DEFAULT_AGENT)
+            state = await self._snapshot(thread_id)
+        agent = _active_in(state)
         status: TurnStatus
         if pending is not None:
             self._note(thread_id, ApprovalRequested(pending))
@@ -332,6 +331,23 @@ class ShopBotEngine:
     def _note(self, thread_id: str, event: EngineEvent) -> None:
         if (line := note_for(event)) is not None:
             self.threads.append_line(thread_id, "note", line)
+
+
+def _pending_in(thread_id: str, state: Any) -> ApprovalRequest | None:
+    for pending in state.interrupts:
+        value = pending.value
+        if isinstance(value, dict) and "options" in value:
+            return ApprovalRequest(
+                thread_id=thread_id,
+                kind=value["kind"],
+                options=tuple(value["options"]),
+                payload={k: v for k, v in value.items() if k not in _NOT_FOR_PEOPLE},
+            )
+    return None
+
+
+def _active_in(state: Any) -> str:
+    return str(state.values.get("active_agent") or DEFAULT_AGENT)
 
 
 def _agent_of(namespace: tuple[str, ...], fallback: str) -> str:
