@@ -18,7 +18,14 @@ from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
 from agents.context import ShopContext
-from agents.events import AGENT_TITLES, AgentChanged, HandedOff, StepChanged, ToolCalled
+from agents.events import (
+    AGENT_TITLES,
+    AgentChanged,
+    GateChecked,
+    HandedOff,
+    StepChanged,
+    ToolCalled,
+)
 from agents.history import MALFORMED, tool_answer, unanswered_calls
 from agents.reporting import report
 from agents.specialists.approvals import refund_approval_payload
@@ -80,6 +87,7 @@ class _Turn:
         self.checks.append(check.to_json())
         report(
             self.runtime,
+            GateChecked(self.spec.name, check.gate, ok, check.detail),
             kind="gate_passed" if ok else "gate_failed",
             agent=self.spec.name,
             detail={**check.to_json(), "args": call["args"]},
