@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any
 
@@ -45,7 +47,12 @@ from agents.shop_data import ShopData
 from agents.specialists.spec import RECURSION_LIMIT
 from agents.sqlite_store import StorageError
 from agents.text_safety import MessageRejected, clean_message
-from agents.thread_registry import ChatLine, ThreadInfo, ThreadRegistry, validate_thread_id
+from agents.thread_registry import (
+    ChatLine,
+    ThreadInfo,
+    ThreadRegistry,
+    validate_thread_id,
+)
 
 log = logging.getLogger("shopbot.engine")
 
@@ -87,6 +94,7 @@ class ShopBotEngine:
         self.shop = ShopData(self.settings.shop_path)
         self.audit = AuditLog(self.settings.audit_path, secrets=self.settings.secrets())
         self.threads = ThreadRegistry(self.settings.threads_path)
+        self._owner = f"{os.getpid()}:{id(self)}"
         path = self.settings.checkpoints_path
         try:
             self._connection = await aiosqlite.connect(path)
@@ -150,7 +158,7 @@ class ShopBotEngine:
         except MessageRejected as exc:
             raise InputError(str(exc)) from exc
         customer = self._customer_for(thread_id, customer)
-        async with self._lock(thread_id):
+        async with self._turn(thread_id):
             before = await self._snapshot(thread_id)
             if pending := _pending_in(thread_id, before):
                 what = pending.kind.replace("_", " ")
@@ -173,7 +181,7 @@ class ShopBotEngine:
         info = self.threads.get(thread_id)
         if info is None:
             raise InputError(f"Unknown thread {thread_id!r}: `shopbot threads` lists them.")
-        async with self._lock(thread_id):
+        async with self._turn(thread_id):
             before = await self._snapshot(thread_id)
             pending = _pending_in(thread_id, before)
             if pending is None:
@@ -205,11 +213,23 @@ class ShopBotEngine:
     async def _snapshot(self, thread_id: str) -> Any:
         return await self.graph.aget_state(self._config(thread_id))
 
-    def _lock(self, thread_id: str) -> asyncio.Lock:
+    @asynccontextmanager
+    async def _turn(self, thread_id: str) -> AsyncIterator[None]:
+        """One turn at a time per thread: in this process (a lock) and across processes
+        (a lease in the thread registry)."""
         lock = self._locks.setdefault(thread_id, asyncio.Lock())
         if lock.locked():
             raise InputError(f"Thread {thread_id} is already answering a message; wait for it.")
-        return lock
+        async with lock:
+            if not self.threads.claim_turn(thread_id, self._owner):
+                raise InputError(
+                    f"Thread {thread_id} is answering a message in another ShopBot window; "
+                    "wait for it to finish."
+                )
+            try:
+                yield
+            finally:
+                self.threads.release_turn(thread_id, self._owner)
 
     @staticmethod
     def _valid_thread_id(thread_id: str) -> str:

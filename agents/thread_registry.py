@@ -7,8 +7,11 @@ can always read back everything that was said ("nothing is ever lost").
 from __future__ import annotations
 
 import builtins
+import os
 import re
+import socket
 import sqlite3
+import time
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, cast
 
@@ -51,7 +54,17 @@ _SCHEMA = (
         agent TEXT
     )""",
     "CREATE INDEX IF NOT EXISTS lines_thread ON lines(thread_id, id)",
+    # Who is answering a message on a thread right now, across processes (TUI + CLI).
+    """CREATE TABLE IF NOT EXISTS turn_leases (
+        thread_id TEXT PRIMARY KEY,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        owner TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    )""",
 )
+# A turn holding a lease longer than this (retries included) is presumed dead.
+LEASE_SECONDS = 600.0
 # Every write bumps `touched` past all others, inside the write transaction.
 _TOUCH = "touched = (SELECT coalesce(max(touched), 0) + 1 FROM threads), updated_at = ?"
 
@@ -232,6 +245,36 @@ class ThreadRegistry(SqliteStore):
             for r in rows
         ]
 
+    def claim_turn(self, thread_id: str, owner: str) -> bool:
+        """Take the thread's turn lease for `owner`; False when another live process holds it.
+
+        Two processes answering on one thread would fork its checkpoints. A lease whose
+        process is gone (same host) or that outlived `LEASE_SECONDS` is taken over.
+        """
+        host, now = socket.gethostname(), time.time()
+        with self._lock, immediate_transaction(self._conn) as conn:
+            row = conn.execute(
+                "SELECT host, pid, owner, expires_at FROM turn_leases WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchone()
+            if row is not None and row["owner"] != owner:
+                stale = row["expires_at"] < now or (
+                    row["host"] == host and not _process_alive(row["pid"])
+                )
+                if not stale:
+                    return False
+            conn.execute(
+                "INSERT OR REPLACE INTO turn_leases VALUES (?, ?, ?, ?, ?)",
+                (thread_id, host, os.getpid(), owner, now + LEASE_SECONDS),
+            )
+        return True
+
+    def release_turn(self, thread_id: str, owner: str) -> None:
+        with self._lock, immediate_transaction(self._conn) as conn:
+            conn.execute(
+                "DELETE FROM turn_leases WHERE thread_id = ? AND owner = ?", (thread_id, owner)
+            )
+
 
 def _info(row: sqlite3.Row) -> ThreadInfo:
     return ThreadInfo(
@@ -244,3 +287,13 @@ def _info(row: sqlite3.Row) -> ThreadInfo:
         status=cast(ThreadStatus, row["status"]),
         turns=row["turns"],
     )
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -277,3 +278,38 @@ async def test_long_conversation_is_summarised_and_stays_valid(tmp_path: Path) -
         customer_lines = [line for line in engine.transcript("long") if line.role == "customer"]
         assert len(customer_lines) == 24  # the transcript keeps everything
         assert "summarised" in kinds(audit_of(engine, "long"))
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(done.stdout)
+
+
+async def test_a_thread_busy_in_another_process_is_refused_until_it_is_free(
+    tmp_path: Path,
+) -> None:
+    gone = dead_pid()
+    async with open_engine(tmp_path) as engine:
+        # Another live process (this one, under another owner name) is answering on "busy".
+        assert engine.threads.claim_turn("busy", "elsewhere")
+        with pytest.raises(InputError, match="another ShopBot window"):
+            await say(engine, "busy", "Where is ORD-001?", "Alex")
+        assert engine.transcript("busy") == []  # nothing was recorded
+        engine.threads.release_turn("busy", "elsewhere")
+        assert (await say(engine, "busy", "Where is ORD-001?", "Alex")).result.status == "done"
+
+        # A lease left behind by a process that died is taken over.
+        engine.threads._conn.execute(
+            "INSERT OR REPLACE INTO turn_leases VALUES (?, ?, ?, ?, ?)",
+            ("busy", socket.gethostname(), gone, "crashed", 1e12),
+        )
+        assert (await say(engine, "busy", "And ORD-004?", "Alex")).result.status == "done"
