@@ -177,6 +177,14 @@ class ApprovalRequested:
 
 
 @dataclass(frozen=True)
+class ApprovalDecided:
+    """A person answered the pending approval; the graph carries on with `decision`."""
+
+    kind: str
+    decision: str
+
+
+@dataclass(frozen=True)
 class ReplyDone:
     """A complete assistant reply (the streamed tokens, final and exact)."""
 
@@ -210,6 +218,7 @@ EngineEvent = (
     | LimitReached
     | Retrying
     | ApprovalRequested
+    | ApprovalDecided
     | ReplyDone
     | TurnFailed
     | TurnFinished
@@ -237,6 +246,8 @@ def note_for(event: EngineEvent) -> str | None:
         return f"{event.tool} {event.outcome}: {_first_sentence(event.detail)}"
     if isinstance(event, ApprovalRequested):
         return f"waiting for a human decision: {event.request.kind.replace('_', ' ')}"
+    if isinstance(event, ApprovalDecided):
+        return f"decision: {event.decision}"
     if isinstance(event, Retrying):
         return f"provider busy, retrying in {event.delay:.1f}s ({event.reason})"
     if isinstance(event, TurnFailed):

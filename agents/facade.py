@@ -23,6 +23,7 @@ from agents.context import RetryBudget, ShopContext
 from agents.events import (
     DEFAULT_AGENT,
     AgentChanged,
+    ApprovalDecided,
     ApprovalRequest,
     ApprovalRequested,
     EngineEvent,
@@ -91,10 +92,18 @@ class ShopBotEngine:
     async def start(self) -> None:
         for secret in self.settings.secrets():
             register_secret(secret)
-        self.shop = ShopData(self.settings.shop_path)
-        self.audit = AuditLog(self.settings.audit_path, secrets=self.settings.secrets())
-        self.threads = ThreadRegistry(self.settings.threads_path)
+        try:
+            self.shop = ShopData(self.settings.shop_path)
+            self.audit = AuditLog(self.settings.audit_path, secrets=self.settings.secrets())
+            self.threads = ThreadRegistry(self.settings.threads_path)
+            saver = await self._open_checkpoints()
+        except BaseException:
+            await self.aclose()  # whatever did open is closed again
+            raise
         self._owner = f"{os.getpid()}:{id(self)}"
+        self.graph = build_graph(self.model, saver)
+
+    async def _open_checkpoints(self) -> AsyncSqliteSaver:
         path = self.settings.checkpoints_path
         try:
             self._connection = await aiosqlite.connect(path)
@@ -103,20 +112,19 @@ class ShopBotEngine:
             saver = AsyncSqliteSaver(self._connection)
             await saver.setup()
         except aiosqlite.DatabaseError as exc:
-            await self.aclose()
             raise StorageError(
                 f"The conversation store at {path} is damaged ({exc}). Nothing was changed. "
                 f"Move the file aside (for example: mv '{path}' '{path}.damaged') and start again."
             ) from exc
-        self.graph = build_graph(self.model, saver)
+        return saver
 
     async def aclose(self) -> None:
         if self._connection is not None:
             await self._connection.close()
             self._connection = None
         for store in ("shop", "audit", "threads"):
-            if hasattr(self, store):
-                getattr(self, store).close()
+            if (opened := self.__dict__.pop(store, None)) is not None:
+                opened.close()
 
     async def __aenter__(self) -> ShopBotEngine:
         await self.start()
@@ -193,7 +201,9 @@ class ShopBotEngine:
                     f"{decision.strip()!r} is not an option for this {what}; "
                     f"choose one of: {', '.join(pending.options)}."
                 )
-            self.threads.append_line(thread_id, "note", f"decision: {choice}")
+            decided = ApprovalDecided(kind=pending.kind, decision=choice)
+            self._note(thread_id, decided)
+            yield decided
             resume: Command[Any] = Command(resume=choice)
             async for event in self._drive(resume, thread_id, info.customer, _active_in(before)):
                 yield event
@@ -302,6 +312,8 @@ class ShopBotEngine:
         result = await self._finish(
             thread_id, config, reply, failure, closing=reply == LIMIT_REACHED
         )
+        if result.pending is not None:
+            yield ApprovalRequested(result.pending)
         yield TurnFinished(result)
 
     async def _finish(

@@ -153,7 +153,7 @@ async def test_angry_complaint_is_reviewed(tmp_path: Path) -> None:
         assert pending is not None and pending.kind == "complaint_review"
         assert pending.payload["sentiment"] == "angry"
         assert pending.options == ("escalate_to_senior", "provide_compensation", "close_ticket")
-        assert len(turn.of(ApprovalRequested)) == 0  # announced by the result, not twice
+        assert len(turn.of(ApprovalRequested)) == 1  # announced once, before TurnFinished
         done = await decide(engine, "c1", "provide_compensation")
         assert "compensation" in done.result.reply
         assert done.result.active_agent == "complaints_agent"

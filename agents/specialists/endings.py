@@ -14,6 +14,7 @@ from agents.replies import ESCALATED_AFTER_CORRECTIONS, ESCALATED_OVER_LIMIT, LI
 from agents.reporting import report
 from agents.specialists.spec import SpecialistSpec
 from agents.state import SpecialistState
+from gates import normalise_order_id
 
 
 def _close_calls(state: SpecialistState, why: str) -> list[BaseMessage]:
@@ -25,7 +26,9 @@ def make_escalate(spec: SpecialistSpec) -> Any:
         codes = state.get("gate_codes", [])
         if "refund.over_limit" in codes:
             reason = "refund above the auto-refund limit"
-            text = ESCALATED_OVER_LIMIT.format(order_id=state.get("order_id") or "your order")
+            # The order this turn's extraction named, not the conversation's last validated one.
+            asked = normalise_order_id((state.get("extraction") or {}).get("order_id"))
+            text = ESCALATED_OVER_LIMIT.format(order_id=asked or "your order")
         else:
             reason = "gate still failing after corrections"
             text = ESCALATED_AFTER_CORRECTIONS.format(attempts=state.get("corrections", 0))

@@ -1,0 +1,136 @@
+"""The ShopBot terminal app: paints first, then loads the engine in a worker.
+
+Nothing imported here at module level pulls in LangChain or LangGraph (about a second):
+the facade is imported in a thread once the first screen is on the terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import on, work
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from agents.settings import Settings
+from agents.thread_registry import validate_thread_id
+from shopbot_tui.commands import ShopBotCommands
+from shopbot_tui.ids import new_thread_id
+from shopbot_tui.messages import EngineFailed, EngineReady
+from shopbot_tui.screens.chat import ChatScreen
+
+if TYPE_CHECKING:
+    from agents.facade import ShopBotEngine
+
+EngineFactory = Callable[[], "ShopBotEngine"]
+# Visible streaming for a person; tests inject an engine with no delay.
+OFFLINE_TOKEN_DELAY = 0.01
+LIGHT_THEME = "textual-light"
+DARK_THEME = "textual-dark"
+
+
+class ShopBotApp(App[int]):
+    """`ShopBotApp(settings, thread_id=None, customer=None, engine_factory=None)`."""
+
+    TITLE = "ShopBot"
+    COMMANDS: ClassVar = App.COMMANDS | {ShopBotCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
+    ]
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        thread_id: str | None = None,
+        customer: str | None = None,
+        engine_factory: EngineFactory | None = None,
+    ) -> None:
+        super().__init__()
+        self.settings = settings
+        self.engine: ShopBotEngine | None = None
+        self._engine_factory = engine_factory
+        self._exit_code = 0
+        start_error = ""
+        if thread_id is not None:
+            try:
+                validate_thread_id(thread_id)
+            except ValueError as exc:
+                start_error, thread_id = str(exc), None
+        self._start_error = start_error
+        self.chat = ChatScreen(
+            settings,
+            thread_id=thread_id or new_thread_id(),
+            customer=" ".join(customer.split()) if customer else None,
+        )
+
+    def on_mount(self) -> None:
+        # Pushed, not returned from get_default_screen: Textual loads a screen's CSS_PATH
+        # only for screens that are pushed or switched to.
+        self.push_screen(self.chat)
+        if self._start_error:
+            self.notify(
+                f"{self._start_error} A new conversation was started instead.",
+                title="--thread",
+                severity="error",
+                markup=False,
+            )
+        self._load_engine()
+
+    @work(exclusive=True, exit_on_error=False, group="engine")
+    async def _load_engine(self) -> None:
+        """Import the facade off the event loop (the screen keeps painting), then start it."""
+        try:
+            facade = await asyncio.to_thread(importlib.import_module, "agents.facade")
+            factory = self._engine_factory
+            if factory is None:
+                factory = await self._default_factory(facade)
+            engine = factory()
+            await engine.start()
+        except Exception as exc:
+            self.post_message(EngineFailed(str(exc) or type(exc).__name__))
+        else:
+            self.post_message(EngineReady(engine))
+
+    async def _default_factory(self, facade: object) -> EngineFactory:
+        settings = self.settings
+        engine_class: type[ShopBotEngine] = getattr(facade, "ShopBotEngine")  # noqa: B009
+        if not settings.offline:
+            # ChatMistralAI's import is heavy too: keep it off the loop.
+            await asyncio.to_thread(importlib.import_module, "langchain_mistralai")
+            return lambda: engine_class(settings)
+        demo = await asyncio.to_thread(importlib.import_module, "agents.offline.demo_model")
+        return lambda: engine_class(
+            settings, model=demo.OfflineDemoModel(token_delay=OFFLINE_TOKEN_DELAY)
+        )
+
+    @on(EngineReady)
+    async def _engine_ready(self, message: EngineReady) -> None:
+        self.engine = message.engine
+        await self.chat.attach_engine(message.engine)
+
+    @on(EngineFailed)
+    async def _engine_failed(self, message: EngineFailed) -> None:
+        self._exit_code = 1
+        await self.chat.engine_failed(message.error)
+
+    async def on_unmount(self) -> None:
+        if self.engine is not None:
+            engine, self.engine = self.engine, None
+            await engine.aclose()
+
+    async def action_quit(self) -> None:
+        self.exit(self._exit_code)
+
+    def action_toggle_dark(self) -> None:
+        self.theme = LIGHT_THEME if self.current_theme.dark else DARK_THEME
+
+
+def run_tui(settings: Settings, *, thread_id: str | None, customer: str | None) -> int:
+    """Run the app until the person quits; the exit code (1 when the engine never started)."""
+    app = ShopBotApp(settings, thread_id=thread_id, customer=customer)
+    result = app.run()
+    return result if isinstance(result, int) else (app.return_code or 0)

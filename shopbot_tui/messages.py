@@ -1,0 +1,153 @@
+"""Typed messages the engine workers post; the screens' `@on(...)` handlers own all UI state.
+
+Every turn message carries its `thread_id`: a reply can still arrive for a conversation the
+person has switched away from, and the handlers decide what to do with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from textual.message import Message
+
+from agents.events import ApprovalRequest, Step, TurnResult
+
+if TYPE_CHECKING:
+    from agents.facade import ShopBotEngine
+    from agents.thread_registry import ChatLine, ThreadInfo
+
+
+@dataclass
+class EngineReady(Message):
+    """The facade is imported and the engine is started on the app's event loop."""
+
+    engine: ShopBotEngine
+
+
+@dataclass
+class EngineFailed(Message):
+    """The engine could not start; `error` says why and what to do."""
+
+    error: str
+
+
+@dataclass
+class ThreadLoaded(Message):
+    """A conversation's stored history and state, read for display."""
+
+    thread_id: str
+    info: ThreadInfo | None
+    lines: list[ChatLine]
+    hidden_lines: int
+    agent: str
+    pending: ApprovalRequest | None
+    error: str = ""
+
+
+@dataclass
+class TurnMessage(Message):
+    """Base of everything a running turn reports."""
+
+    thread_id: str
+
+
+@dataclass
+class TurnAccepted(TurnMessage):
+    """The engine took the message (`text`) or the decision (`decision`) and is working."""
+
+    text: str = ""
+    decision: str | None = None
+
+
+@dataclass
+class TurnRefused(TurnMessage):
+    """The engine refused the input before doing anything; `reason` says what to do."""
+
+    text: str = ""
+    reason: str = ""
+    decision: str | None = None
+
+
+@dataclass
+class ReplyChunk(TurnMessage):
+    """A streamed piece of the reply being written by `agent`."""
+
+    agent: str = ""
+    text: str = ""
+
+
+@dataclass
+class ReplyComplete(TurnMessage):
+    """The final, exact reply text."""
+
+    agent: str = ""
+    text: str = ""
+
+
+@dataclass
+class AgentSwitched(TurnMessage):
+    """`agent` is now the active specialist."""
+
+    agent: str = ""
+    previous: str | None = None
+
+
+@dataclass
+class StepUpdate(TurnMessage):
+    """The active specialist moved to another step."""
+
+    agent: str = ""
+    step: Step = "idle"
+    detail: str = ""
+    attempt: int | None = None
+
+
+@dataclass
+class GateResult(TurnMessage):
+    """A deterministic gate ran on what the model extracted."""
+
+    agent: str = ""
+    gate: str = ""
+    ok: bool = True
+    detail: str = ""
+
+
+@dataclass
+class NoteAdded(TurnMessage):
+    """A quiet system line, worded by `agents.events.note_for` like the stored transcript."""
+
+    text: str = ""
+
+
+@dataclass
+class ProviderRetrying(TurnMessage):
+    """The model provider failed transiently and the call is retried."""
+
+    attempt: int = 0
+    delay: float = 0.0
+    reason: str = ""
+
+
+@dataclass
+class TurnProblem(TurnMessage):
+    """The turn could not finish (provider down, internal error); the thread is intact."""
+
+    kind: str = "internal"
+    message: str = ""
+
+
+@dataclass
+class TurnEnded(TurnMessage):
+    """The event stream is exhausted (the engine's lock is released); `result` may be None
+    only when the engine broke its promise of a final `TurnFinished`."""
+
+    result: TurnResult | None = None
+
+
+@dataclass
+class ChatExported(Message):
+    """The conversation was written to `path` (or `error` says why not)."""
+
+    path: str = ""
+    error: str = ""

@@ -1,0 +1,216 @@
+"""The approval modal: what the graph asks a human to decide, the checks that led here, and
+one button (with a single-key shortcut) per option. Its result resumes the graph."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Footer, Static
+
+from agents.events import ApprovalRequest
+from agents.text_safety import visible
+
+# One key per option, shown on its button. Refund: approve / reject / escalate.
+# Complaint review: escalate_to_senior / provide_compensation / close_ticket.
+OPTION_KEYS: dict[str, str] = {
+    "approve": "a",
+    "reject": "r",
+    "escalate": "e",
+    "escalate_to_senior": "s",
+    "provide_compensation": "c",
+    "close_ticket": "t",
+}
+OPTION_VARIANTS: dict[str, str] = {
+    "approve": "success",
+    "reject": "error",
+    "escalate": "warning",
+    "escalate_to_senior": "warning",
+    "provide_compensation": "primary",
+    "close_ticket": "default",
+}
+KIND_TITLES: dict[str, str] = {
+    "refund_approval": "Refund approval needed",
+    "complaint_review": "Complaint review needed",
+}
+
+
+def option_title(option: str) -> str:
+    """'escalate_to_senior' -> 'Escalate to senior'."""
+    return option.replace("_", " ").capitalize()
+
+
+def money(value: object) -> str:
+    """'59.50' -> '$59.50' (the shop's data is in dollars); anything else as it is."""
+    try:
+        return f"${float(str(value)):,.2f}"
+    except ValueError:
+        return str(value)
+
+
+def describe(request: ApprovalRequest) -> str:
+    """One line for the notification and the bell: what is asked."""
+    payload = request.payload
+    if request.kind == "refund_approval":
+        who = f" for {payload['customer']}" if payload.get("customer") else ""
+        return (
+            f"Refund of {payload.get('order_id', '?')} "
+            f"({money(payload.get('amount', '?'))}){who} needs your decision."
+        )
+    sentiment = payload.get("sentiment", "unknown")
+    return f"A complaint ({sentiment}) needs your review."
+
+
+def headline(request: ApprovalRequest) -> str:
+    """What is asked, in one line: 'Refund of ORD-001 for $89.99'."""
+    payload = request.payload
+    if request.kind == "refund_approval":
+        return f"Refund of {payload.get('order_id', '?')} for {money(payload.get('amount', '?'))}"
+    return str(payload.get("message") or "A complaint needs a human review")
+
+
+def _facts(request: ApprovalRequest) -> list[tuple[str, str]]:
+    payload = request.payload
+    if request.kind == "refund_approval":
+        keys = [
+            ("Order", "order_id"),
+            ("Amount", "amount"),
+            ("Customer", "customer"),
+            ("Product", "product"),
+            ("Reason", "reason"),
+        ]
+    else:
+        keys = [("Customer", "customer"), ("Sentiment", "sentiment"), ("Summary", "issue_summary")]
+    facts = []
+    for label, key in keys:
+        value: Any = payload.get(key)
+        if value in (None, ""):
+            value = "not given"
+        elif key == "amount":
+            value = money(value)
+        facts.append((label, str(value)))
+    return facts
+
+
+class ApprovalScreen(ModalScreen[str | None]):
+    """Dismissed with the chosen option, or None when the person decides later."""
+
+    CSS_PATH = "approval.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(
+            Binding(key, f"decide('{option}')", option_title(option), id=f"approval.{option}")
+            for option, key in OPTION_KEYS.items()
+        ),
+        Binding("escape", "later", "Decide later", id="approval.later"),
+    ]
+
+    # The modal opens when a reply ends, often while the person is still typing: a stray
+    # "a" must not approve a refund. Keys and buttons wake up after this many seconds.
+    ARM_DELAY: ClassVar[float] = 0.6
+
+    def __init__(self, request: ApprovalRequest) -> None:
+        super().__init__()
+        self.request = request
+        self.armed = False
+
+    def compose(self) -> ComposeResult:
+        request = self.request
+        with Vertical(id="approval-dialog") as dialog:
+            dialog.border_title = Content(KIND_TITLES.get(request.kind, "Decision needed"))
+            dialog.border_subtitle = Content(f"thread {request.thread_id}")
+            with VerticalScroll(id="approval-body"):
+                yield Static(Content(visible(headline(request))), id="approval-message")
+                yield Static(self._facts_content(), id="approval-facts")
+                yield Static(Content("Checks that led here"), classes="section-title")
+                yield Static(self._gates_content(), id="approval-gates")
+            with Horizontal(id="approval-options"):
+                for option in request.options:
+                    yield Button(
+                        self._button_label(option),
+                        name=option,
+                        id=f"option-{option}",
+                        variant=OPTION_VARIANTS.get(option, "default"),  # type: ignore[arg-type]
+                        disabled=True,
+                    )
+            yield Static(
+                Content.assemble(
+                    ("esc", "bold"), " decide later · ", ("ctrl+r", "bold"), " reopens this"
+                ),
+                id="approval-hint",
+            )
+        yield Footer()
+
+    def _facts_content(self) -> Content:
+        rows = [
+            Content.assemble((f"{label:<10}", "dim"), (visible(value), "bold"))
+            for label, value in _facts(self.request)
+        ]
+        return Content("\n").join(rows)
+
+    def _gates_content(self) -> Content:
+        gates = self.request.payload.get("gates") or []
+        if not gates:
+            return Content("no gate results were recorded")
+        rows = []
+        for gate in gates:
+            ok = bool(gate.get("ok"))
+            mark = ("✓ ", "$success") if ok else ("✗ ", "$error")
+            name = str(gate.get("gate", "?")).replace("_", " ")
+            rows.append(
+                Content.assemble(
+                    mark, (name, "bold"), (" · " + visible(str(gate.get("detail", ""))), "dim")
+                )
+            )
+        return Content("\n").join(rows)
+
+    @staticmethod
+    def _button_label(option: str) -> Content:
+        key = OPTION_KEYS.get(option)
+        title = option_title(option)
+        if key is None:
+            return Content(title)
+        return Content.assemble((f"[{key}]", "bold"), " ", title)
+
+    def on_mount(self) -> None:
+        self.app.bell()
+        self.notify(
+            describe(self.request), title="Decision needed", severity="warning", markup=False
+        )
+        if self.ARM_DELAY > 0:
+            self.set_timer(self.ARM_DELAY, self.arm)
+        else:
+            self.arm()
+
+    def arm(self) -> None:
+        """Let the shortcuts and buttons decide."""
+        self.armed = True
+        for button in self.query("#approval-options Button").results(Button):
+            button.disabled = False
+        if self.request.options:
+            self.query_one(f"#option-{self.request.options[0]}", Button).focus()
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "decide":
+            if not parameters or parameters[0] not in self.request.options:
+                return False
+            return True if self.armed else None
+        return True
+
+    def action_decide(self, option: str) -> None:
+        if self.armed and option in self.request.options:
+            self.dismiss(option)
+
+    def action_later(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.name:
+            self.action_decide(event.button.name)

@@ -1,0 +1,198 @@
+"""The thread list: open a past conversation (its history is shown) or start a new one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Button, DataTable, Footer, Input, Static
+
+from agents.events import AGENT_TITLES
+from agents.text_safety import visible
+from agents.thread_registry import ThreadInfo
+from shopbot_tui.ids import new_thread_id
+
+STATUS_MARKS: dict[str, tuple[str, str]] = {
+    "awaiting_approval": ("●", "bold yellow"),
+    "error": ("✗", "bold red"),
+    "idle": ("", ""),
+}
+TITLE_WIDTH = 30
+
+
+@dataclass(frozen=True)
+class ThreadChoice:
+    """What the person picked: an existing thread, or a new one for `customer`."""
+
+    thread_id: str
+    customer: str | None
+    is_new: bool
+
+
+@dataclass
+class ThreadsLoaded(Message):
+    threads: list[ThreadInfo]
+    error: str = ""
+
+
+def matches(info: ThreadInfo, needle: str) -> bool:
+    """Case-insensitive search over id, customer, title and agent."""
+    if not needle:
+        return True
+    haystack = " ".join(
+        (info.thread_id, info.customer or "", info.title, AGENT_TITLES.get(info.active_agent, ""))
+    )
+    return needle.casefold() in haystack.casefold()
+
+
+class ThreadsScreen(ModalScreen[ThreadChoice | None]):
+    """Dismissed with the chosen thread, or None."""
+
+    CSS_PATH = "threads.tcss"
+    AUTO_FOCUS = "#threads"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss_screen", "Close", id="threads.close"),
+        Binding("ctrl+n", "new_thread", "New conversation", id="threads.new"),
+        Binding("ctrl+f", "focus_filter", "Filter", id="threads.filter"),
+    ]
+
+    def __init__(
+        self,
+        list_threads: Callable[[], list[ThreadInfo]],
+        *,
+        current_thread: str | None,
+        customer: str | None,
+    ) -> None:
+        super().__init__()
+        self._list_threads = list_threads
+        self._current = current_thread
+        self._customer = customer
+        self._threads: list[ThreadInfo] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="threads-dialog") as dialog:
+            dialog.border_title = Content("Conversations")
+            yield Input(placeholder="Filter by thread, customer or first message", id="filter")
+            table: DataTable[Text] = DataTable(id="threads", cursor_type="row", zebra_stripes=True)
+            table.loading = True
+            yield table
+            yield Static(id="threads-empty")
+            with Horizontal(id="new-thread"):
+                yield Input(
+                    value=self._customer or "",
+                    placeholder="Customer name (optional)",
+                    id="new-customer",
+                )
+                yield Button(Content("New conversation"), id="new", variant="primary")
+            yield Static(
+                Content.assemble(
+                    ("●", "bold yellow"),
+                    " waits for a decision · ",
+                    ("enter", "bold"),
+                    " open · ",
+                    ("ctrl+n", "bold"),
+                    " new · ",
+                    ("esc", "bold"),
+                    " close",
+                ),
+                id="threads-hint",
+            )
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#threads", DataTable)
+        table.add_column(Text(""), key="status", width=1)
+        table.add_column(Text("Thread"), key="thread")
+        table.add_column(Text("Customer"), key="customer")
+        table.add_column(Text("First message"), key="title", width=TITLE_WIDTH)
+        table.add_column(Text("Agent"), key="agent")
+        table.add_column(Text("Turns"), key="turns")
+        table.add_column(Text("Updated (UTC)"), key="updated")
+        self._load()
+
+    @work(exclusive=True, exit_on_error=False, group="threads-load")
+    async def _load(self) -> None:
+        # The registry is SQLite: read it off the event loop.
+        try:
+            threads = await asyncio.to_thread(self._list_threads)
+        except Exception as exc:
+            self.post_message(ThreadsLoaded([], error=str(exc)))
+        else:
+            self.post_message(ThreadsLoaded(threads))
+
+    @on(ThreadsLoaded)
+    def _loaded(self, message: ThreadsLoaded) -> None:
+        table = self.query_one("#threads", DataTable)
+        table.loading = False
+        if message.error:
+            self.notify(message.error, title="Threads", severity="error", markup=False)
+        self._threads = message.threads
+        self._fill(self.query_one("#filter", Input).value)
+        if self.focused is None:  # a loading table cannot take the focus AUTO_FOCUS gave it
+            table.focus()
+
+    def _fill(self, needle: str) -> None:
+        table: DataTable[Text] = self.query_one("#threads", DataTable)
+        table.clear()
+        for info in self._threads:
+            if not matches(info, needle.strip()):
+                continue
+            mark, style = STATUS_MARKS.get(info.status, ("", ""))
+            current = info.thread_id == self._current
+            table.add_row(
+                Text(mark, style=style),
+                Text(info.thread_id, style="bold" if current else ""),
+                Text(visible(info.customer or "")),
+                Text(visible(info.title), overflow="ellipsis", no_wrap=True),
+                Text(AGENT_TITLES.get(info.active_agent, info.active_agent).removesuffix(" agent")),
+                Text(str(info.turns), justify="right"),
+                Text(info.updated_at[:16].replace("T", " ")),
+                key=info.thread_id,
+            )
+        empty = self.query_one("#threads-empty", Static)
+        empty.display = not table.row_count
+        empty.update(
+            Content("No conversations yet: start one below.")
+            if not self._threads
+            else Content("No conversation matches the filter.")
+        )
+
+    @on(Input.Changed, "#filter")
+    def _filter(self, event: Input.Changed) -> None:
+        self._fill(event.value)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self) -> None:
+        self.query_one("#threads", DataTable).focus()
+
+    @on(DataTable.RowSelected, "#threads")
+    def _open(self, event: DataTable.RowSelected) -> None:
+        thread_id = event.row_key.value
+        info = next((t for t in self._threads if t.thread_id == thread_id), None)
+        if info is not None:
+            self.dismiss(ThreadChoice(info.thread_id, info.customer, is_new=False))
+
+    @on(Button.Pressed, "#new")
+    @on(Input.Submitted, "#new-customer")
+    def _new(self) -> None:
+        customer = " ".join(self.query_one("#new-customer", Input).value.split()) or None
+        self.dismiss(ThreadChoice(new_thread_id(), customer, is_new=True))
+
+    def action_new_thread(self) -> None:
+        self.query_one("#new-customer", Input).focus()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#filter", Input).focus()
+
+    def action_dismiss_screen(self) -> None:
+        self.dismiss(None)

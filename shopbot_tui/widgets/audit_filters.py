@@ -1,0 +1,129 @@
+"""The audit viewer's filter bar: thread, kind and free text, plus the count of matches.
+
+It only turns the person's choices into an `AuditQuery` (`Changed`); the screen runs it.
+Typing is debounced so a query runs once the person pauses, not on every key.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.timer import Timer
+from textual.widgets import Input, Label, Select
+
+from agents.audit_log import AUDIT_KINDS, AuditQuery
+
+SEARCH_DEBOUNCE_S = 0.25
+
+
+class AuditFilterBar(Horizontal):
+    """Filters for the audit viewer; posts `Changed` whenever the query may have changed."""
+
+    class Changed(Message):
+        """The filters now read `audit_query` (possibly the same as before)."""
+
+        def __init__(self, audit_query: AuditQuery) -> None:
+            super().__init__()
+            self.audit_query = audit_query
+
+    def __init__(self, *, thread_id: str | None = None, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._preset_thread = thread_id
+        self._thread_ids: list[str] = [thread_id] if thread_id else []
+        self._debounce: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        preset = self._preset_thread
+        # Text prompts: thread ids come from users (`--thread`) and must not read as markup.
+        yield Select[str](
+            [(Text(preset), preset)] if preset else [],
+            prompt="All threads",
+            value=preset or Select.NULL,
+            id="audit-thread",
+        )
+        yield Select[str](
+            [(Text(kind), kind) for kind in sorted(AUDIT_KINDS)],
+            prompt="All kinds",
+            id="audit-kind",
+        )
+        yield Input(placeholder="Search text…", id="audit-search")
+        yield Label("", id="audit-count")
+
+    @property
+    def audit_query(self) -> AuditQuery:
+        """The query the filters describe."""
+        thread = self.query_one("#audit-thread", Select).selection
+        kind = self.query_one("#audit-kind", Select).selection
+        text = self.query_one("#audit-search", Input).value.strip()
+        return AuditQuery(
+            thread_id=str(thread) if thread else None,
+            kinds=(str(kind),) if kind else (),
+            text=text or None,
+        )
+
+    def set_filters(self, *, thread_id: str | None, kind: str | None, text: str) -> None:
+        """Show these filters without posting `Changed` (the caller runs the query)."""
+        self._stop_debounce()
+        with self.prevent(Select.Changed, Input.Changed):
+            if thread_id and thread_id not in self._thread_ids:
+                self._set_thread_options(self._thread_ids, thread_id)
+            self.query_one("#audit-thread", Select).value = thread_id or Select.NULL
+            self.query_one("#audit-kind", Select).value = kind or Select.NULL
+            self.query_one("#audit-search", Input).value = text
+
+    def set_thread_ids(self, thread_ids: list[str]) -> None:
+        """Offer these threads (most recent first), keeping the chosen one."""
+        select = self.query_one("#audit-thread", Select)
+        if select.expanded:
+            return  # don't reshuffle a list the person is reading
+        with self.prevent(Select.Changed):
+            self._set_thread_options(thread_ids, select.selection)
+
+    def _set_thread_options(self, thread_ids: list[str], value: object) -> None:
+        # Callers hold `prevent(Select.Changed)`: set_options resets the value on its way.
+        chosen = str(value) if value else None
+        options = list(thread_ids)
+        if chosen and chosen not in options:
+            options.insert(0, chosen)
+        self._thread_ids = options
+        select = self.query_one("#audit-thread", Select)
+        select.set_options([(Text(thread_id), thread_id) for thread_id in options])
+        select.value = chosen or Select.NULL
+
+    def set_count_text(self, text: str) -> None:
+        """Show `text` ("1,234 events") in the count slot."""
+        # Fixed width in the .tcss, so a new number repaints the label, not the screen.
+        self.query_one("#audit-count", Label).update(text, layout=False)
+
+    def open_select(self, select_id: str) -> None:
+        """Focus the Select `select_id` and open its list."""
+        select = self.query_one(f"#{select_id}", Select)
+        select.focus()
+        select.action_show_overlay()
+
+    def _stop_debounce(self) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+            self._debounce = None
+
+    def _post_query(self) -> None:
+        self._stop_debounce()
+        self.post_message(self.Changed(self.audit_query))
+
+    @on(Select.Changed)
+    def _select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        self._post_query()
+
+    @on(Input.Changed, "#audit-search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._stop_debounce()
+        self._debounce = self.set_timer(SEARCH_DEBOUNCE_S, self._post_query)
+
+    @on(Input.Submitted, "#audit-search")
+    def _search_submitted(self) -> None:
+        self._post_query()  # Submitted bubbles on: the screen moves focus to the results

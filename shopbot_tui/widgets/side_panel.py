@@ -1,0 +1,136 @@
+"""The side panel: who is answering, what they are doing, which checks ran, and the session."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.widgets import Label, Static
+
+from agents.events import AGENT_TITLES, AGENTS, STEP_LABELS
+from agents.text_safety import visible
+
+# The swarm has no router: every specialist carries `transfer_to_<agent>` tools for the
+# other two (design.md), so "may hand off to" is everyone else.
+HANDOFF_TARGETS: dict[str, tuple[str, ...]] = {
+    agent: tuple(other for other in AGENTS if other != agent) for agent in AGENTS
+}
+GATE_DETAIL_WIDTH = 60
+
+
+def short_title(agent: str) -> str:
+    """'Refund agent' -> 'Refund'."""
+    return AGENT_TITLES.get(agent, agent).removesuffix(" agent")
+
+
+def step_text(step: str, detail: str = "", attempt: int | None = None) -> str:
+    """How a step reads in the panel: 'correcting 1/2', 'calling a tool: lookup_order'."""
+    label = STEP_LABELS.get(step, step.replace("_", " "))
+    if step == "correcting":
+        return f"{label} {detail or f'{attempt or 1}/2'}"
+    if step == "calling_tool" and detail:
+        return f"{label}: {detail}"
+    if step == "handing_off" and detail:
+        return f"{label} → {AGENT_TITLES.get(detail, detail)}"
+    return label
+
+
+class AgentCard(Vertical):
+    """One specialist; the active one carries an "Active" badge and its current step."""
+
+    def __init__(self, agent: str) -> None:
+        super().__init__(id=f"agent-{agent}", classes="agent-card")
+        self.agent = agent
+        self._shown: tuple[bool, str] | None = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="agent-head"):
+            yield Label(Content(AGENT_TITLES.get(self.agent, self.agent)), classes="agent-name")
+            yield Label(Content(" Active "), classes="badge")
+        targets = ", ".join(short_title(target) for target in HANDOFF_TARGETS[self.agent])
+        yield Label(Content(f"→ {targets}"), classes="handoffs")
+        yield Label(Content(""), classes="step")
+
+    def show(self, *, active: bool, step: str) -> None:
+        if self._shown == (active, step):  # steps arrive often; a relayout each time is not free
+            return
+        self._shown = (active, step)
+        self.set_class(active, "-active")
+        self.query_one(".step", Label).update(Content(f"▸ {step}" if active else ""))
+
+
+class SidePanel(VerticalScroll):
+    """Agents, the active agent's step, this turn's gate results, model, thread and customer."""
+
+    can_focus = False
+
+    def __init__(self, *, model_label: str, offline: bool) -> None:
+        super().__init__(id="side-panel")
+        self._model_label = model_label
+        self._offline = offline
+        self.agent: str = AGENTS[0]
+        self.step = "idle"
+
+    def compose(self) -> ComposeResult:
+        yield Static(
+            Content.assemble("Agents ", ("(→ may hand off to)", "not bold")),
+            classes="section-title",
+        )
+        for agent in AGENTS:
+            yield AgentCard(agent)
+        yield Static(Content("Checks this turn"), classes="section-title")
+        yield Static(Content("none yet"), id="gates")
+        yield Static(Content("Session"), classes="section-title")
+        yield Static(id="model")
+        yield Static(id="thread")
+        yield Static(id="customer")
+
+    def on_mount(self) -> None:
+        self.show_model(self._model_label, offline=self._offline)
+        self.show_agent(self.agent, "idle")
+
+    def show_agent(self, agent: str, step: str | None = None) -> None:
+        """Highlight `agent`; `step` is already worded by `step_text`."""
+        self.agent = agent
+        if step is not None:
+            self.step = step
+        for card in self.query(AgentCard):
+            card.show(active=card.agent == agent, step=self.step)
+
+    def show_step(self, agent: str, step: str) -> None:
+        self.show_agent(agent, step)
+
+    def show_gates(self, results: list[tuple[str, bool, str]]) -> None:
+        """`(gate, ok, detail)` of the gates that ran this turn, in order."""
+        if not results:
+            self.query_one("#gates", Static).update(Content("none yet"))
+            return
+        lines = []
+        for gate, ok, detail in results:
+            mark = ("✓ ", "$success") if ok else ("✗ ", "$error")
+            line = Content.assemble(mark, (gate.replace("_", " "), "bold"))
+            if not ok:
+                cut = visible(detail)
+                cut = cut if len(cut) <= GATE_DETAIL_WIDTH else cut[: GATE_DETAIL_WIDTH - 1] + "…"
+                line = line.append(Content(f": {cut}"))
+            lines.append(line)
+        self.query_one("#gates", Static).update(Content("\n").join(lines))
+
+    def show_model(self, label: str, *, offline: bool) -> None:
+        self._model_label, self._offline = label, offline
+        shown = (
+            (f" {visible(label)} ", "bold reverse $warning")
+            if offline
+            else (visible(label), "bold")
+        )
+        line = Content.assemble(("Model    ", "dim"), shown)
+        if offline:
+            line = line.append(Content("\n         rule-based, no network"))
+        self.query_one("#model", Static).update(line)
+
+    def show_session(self, thread_id: str, customer: str | None) -> None:
+        self.query_one("#thread", Static).update(
+            Content.assemble(("Thread   ", "dim"), (thread_id, "bold"))
+        )
+        who = (visible(customer), "bold") if customer else ("not given", "dim italic")
+        self.query_one("#customer", Static).update(Content.assemble(("Customer ", "dim"), who))

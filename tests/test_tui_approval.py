@@ -1,0 +1,192 @@
+"""The approval modal: refunds and complaint reviews decided by a human, by key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Button, Input
+
+from agents.replies import COMPLAINT_DECISIONS
+from shopbot_tui.screens.approval import ApprovalScreen
+from shopbot_tui.screens.chat import ChatScreen
+from tests.test_tui_helpers import (
+    SIZE,
+    audit_kinds,
+    instant_approval,  # noqa: F401 - autouse fixture
+    iter_notices,
+    make_app,
+    notes,
+    replies,
+    send,
+    settle,
+    visible_text,
+)
+
+REFUND = "I want a refund for ORD-005, the speaker crackles at any volume"
+COMPLAINT = "This is unacceptable! My parcel is two weeks late and nobody answers my emails!!!"
+
+
+def modal_text(screen: ApprovalScreen) -> str:
+    return "\n".join(
+        visible_text(screen.query_one(selector))
+        for selector in ("#approval-message", "#approval-facts", "#approval-gates")
+    )
+
+
+async def test_refund_opens_the_modal_and_approve_by_key(tmp_path: Path) -> None:
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, REFUND)
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen)
+        text = modal_text(screen)
+        for expected in ("Refund of ORD-005 for $59.50", "Sam", "Bluetooth Speaker"):
+            assert expected in text
+        assert "speaker crackles at any volume" in text
+        assert "✓ order id" in text and "✓ refund" in text
+        labels = [str(button.label) for button in screen.query(Button)]
+        assert labels == ["[a] Approve", "[r] Reject", "[e] Escalate"]
+        assert app.bells == 1
+        assert any("ORD-005" in notice for notice in iter_notices(app, "warning"))
+        assert "waiting for a human decision: refund approval" in notes(app)
+        assert "approval_requested" in audit_kinds(app, "t-test")
+
+        await pilot.press("a")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen)
+        assert "decision: approve" in notes(app)
+        assert "approved and processed" in replies(app)[-1]
+        kinds = audit_kinds(app, "t-test")
+        assert kinds.index("approval_decided") < kinds.index("refund_processed")
+        assert app.chat.pending is None
+        assert app.engine is not None
+        stored_notes = [
+            line.text for line in app.engine.transcript("t-test") if line.role == "note"
+        ]
+        assert stored_notes == notes(app)[1:]  # the welcome line is not stored
+
+
+async def test_refund_reject(tmp_path: Path) -> None:
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, REFUND)
+        assert isinstance(app.screen, ApprovalScreen)
+        await pilot.press("r")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen)
+        assert "decision: reject" in notes(app)
+        kinds = audit_kinds(app, "t-test")
+        assert "approval_decided" in kinds and "refund_processed" not in kinds
+        assert replies(app)[-1]
+
+
+async def test_complaint_review(tmp_path: Path) -> None:
+    app = make_app(tmp_path, customer="Alex")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, COMPLAINT)
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen)
+        text = modal_text(screen)
+        assert "angry" in text and "two weeks late" in text and "Alex" in text
+        labels = [str(button.label) for button in screen.query(Button)]
+        assert labels == [
+            "[s] Escalate to senior",
+            "[c] Provide compensation",
+            "[t] Close ticket",
+        ]
+        # Keys of the other kind of decision do nothing here.
+        await pilot.press("a")
+        assert app.screen is screen
+        await pilot.press("c")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen)
+        assert replies(app)[-1] == COMPLAINT_DECISIONS["provide_compensation"]
+        assert "→ handed to Complaints agent" in notes(app)
+        assert "approval_decided" in audit_kinds(app, "t-test")
+
+
+async def test_modal_reappears_after_restart(tmp_path: Path) -> None:
+    first = make_app(tmp_path, thread_id="t-restart", customer="Sam")
+    async with first.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, REFUND)
+        assert isinstance(first.screen, ApprovalScreen)
+        await pilot.press("escape")  # decide later
+        await settle(pilot)
+        assert isinstance(first.screen, ChatScreen)
+        assert first.chat.pending is not None
+
+    second = make_app(tmp_path, thread_id="t-restart", customer=None)
+    async with second.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = second.screen
+        assert isinstance(screen, ApprovalScreen)
+        assert "Refund of ORD-005" in modal_text(screen)
+        assert second.bells == 1
+        await pilot.press("a")
+        await settle(pilot)
+        assert "approved and processed" in replies(second)[-1]
+        assert "refund_processed" in audit_kinds(second, "t-restart")
+        assert second.chat.customer == "Sam"  # from the stored thread
+
+
+async def test_message_while_decision_pending_reopens_the_modal(tmp_path: Path) -> None:
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, REFUND)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert any("still pending" in notice for notice in iter_notices(app, "information"))
+        await send(pilot, "hello?")
+        assert isinstance(app.screen, ApprovalScreen)
+        assert any("waits for a decision" in notice for notice in iter_notices(app, "warning"))
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.chat.query_one("#message", Input).value == "hello?"
+        await pilot.press("ctrl+r")
+        assert isinstance(app.screen, ApprovalScreen)
+        await pilot.press("e")
+        await settle(pilot)
+        assert "decision: escalate" in notes(app)
+
+
+async def test_stray_keys_cannot_decide_before_the_modal_is_armed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ApprovalScreen, "ARM_DELAY", 3600.0)
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, REFUND)
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen)
+        await pilot.press("a", "enter")  # the person was still typing
+        await pilot.pause()
+        assert app.screen is screen
+        assert all(button.disabled for button in screen.query(Button))
+        screen.arm()
+        await pilot.press("enter")  # the first option has the focus once armed
+        await settle(pilot)
+        assert "decision: approve" in notes(app)
+
+
+async def test_decision_taken_elsewhere_is_refused_and_the_thread_reloads(tmp_path: Path) -> None:
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, REFUND)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.engine is not None
+        await app.engine.decide("t-test", "reject")  # as `shopbot resume t-test reject` would
+        await pilot.press("ctrl+r", "a")
+        await settle(pilot)
+        assert any("no decision pending" in notice for notice in iter_notices(app, "warning"))
+        assert app.chat.pending is None
+        assert "decision: reject" in notes(app)
+        assert "refund_processed" not in audit_kinds(app, "t-test")

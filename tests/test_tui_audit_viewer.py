@@ -1,0 +1,469 @@
+"""The audit-log viewer, driven the way a person uses it: keys, filters, paging, export.
+
+A minimal host app pushes the screen (no engine, no main app). The audit data has fixed
+timestamps and adversarial customer text: markup, a link and an ESC sequence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.style import Style
+from rich.text import Text
+from textual.app import App
+from textual.content import Content
+from textual.pilot import Pilot
+from textual.widgets import Input, Label, LoadingIndicator, Select, Static
+
+from agents.audit_log import AuditEvent, AuditLog, AuditQuery
+from shopbot_tui.screens import audit_viewer
+from shopbot_tui.screens.audit_viewer import PAGE_SIZE, AuditViewerScreen, _PageLoaded
+from shopbot_tui.widgets.audit_detail import CLIPPED_NOTE, MAX_VALUE_CHARS
+from shopbot_tui.widgets.audit_table import AuditEventTable
+
+MARKUP = "[bold]x[/] arrived broken"
+LINK_AND_ESC = "[link=http://evil]y[/link] \x1b[31mred\x1b[0m angry"
+
+# Oldest first: (kind, thread, agent, detail). Ids are 1..12 in this order.
+EVENTS: list[tuple[str, str, str, dict[str, Any]]] = [
+    ("turn_started", "T-alex", "order_agent", {"message": "Where is my order ORD-001?"}),
+    ("gate_passed", "T-alex", "order_agent", {"gate": "order_id", "order_id": "ORD-001"}),
+    ("tool_called", "T-alex", "order_agent", {"tool": "lookup_order", "order_id": "ORD-001"}),
+    ("handoff", "T-sam", "order_agent", {"to": "refund_agent", "reason": "refund request"}),
+    (
+        "gate_failed",
+        "T-sam",
+        "refund_agent",
+        {"gate": "order_id", "order_id": "ORD-0O2", "error": "Order ids look like ORD-123"},
+    ),
+    ("correction", "T-sam", "refund_agent", {"attempt": 1, "of": 2}),
+    (
+        "approval_requested",
+        "T-sam",
+        "refund_agent",
+        {"order_id": "ORD-002", "amount": 14.99, "reason": MARKUP},
+    ),
+    ("turn_started", "T-jordan", "complaints_agent", {"message": LINK_AND_ESC}),
+    (
+        "escalated",
+        "T-jordan",
+        "complaints_agent",
+        {"summary": "Customer is angry about a late laptop stand", "sentiment": "angry"},
+    ),
+    ("provider_error", "T-alex", "order_agent", {"error": "HTTP 429 rate limited"}),
+    ("approval_decided", "T-sam", "refund_agent", {"decision": "approve"}),
+    ("refund_processed", "T-sam", "refund_agent", {"order_id": "ORD-002", "amount": 14.99}),
+]
+SAM_IDS = [12, 11, 7, 6, 5, 4]
+
+
+def fixed_clock() -> Callable[[], datetime]:
+    """2025-06-10 09:00:00 UTC, then 37 s later at each call."""
+    start = datetime(2025, 6, 10, 9, 0, tzinfo=UTC)
+    ticks = itertools.count()
+    return lambda: start + timedelta(seconds=37 * next(ticks))
+
+
+@pytest.fixture
+def audit_path(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "audit.sqlite"
+    with AuditLog(path, clock=fixed_clock()) as log:
+        for kind, thread, agent, detail in EVENTS:
+            log.append(kind, thread_id=thread, agent=agent, detail=detail)
+    yield path
+
+
+class ViewerHost(App[None]):
+    """Pushes the audit viewer and records its ResultsShown messages."""
+
+    def __init__(self, audit_path: Path, **viewer_options: Any) -> None:
+        super().__init__()
+        self.audit_path = audit_path
+        self.viewer_options = viewer_options
+        self.results: list[AuditViewerScreen.ResultsShown] = []
+        self.results_changed = asyncio.Event()
+
+    def on_mount(self) -> None:
+        self.push_screen(AuditViewerScreen(self.audit_path, tz=UTC, **self.viewer_options))
+
+    def on_audit_viewer_screen_results_shown(self, message: AuditViewerScreen.ResultsShown) -> None:
+        self.results.append(message)
+        self.results_changed.set()
+
+
+async def wait_until(pilot: Pilot[None], condition: Callable[[], bool]) -> None:
+    """Wait (up to 10 s) for a timer-driven change, checking every frame."""
+    for _ in range(600):
+        if condition():
+            return
+        await pilot.pause(1 / 60)
+    raise AssertionError("condition not met within 10 s")
+
+
+def host(pilot: Pilot[None]) -> ViewerHost:
+    assert isinstance(pilot.app, ViewerHost)
+    return pilot.app
+
+
+async def settle(pilot: Pilot[None]) -> None:
+    """Let every worker finish and every message they posted be handled."""
+    for _ in range(3):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+async def opened(pilot: Pilot[None]) -> tuple[AuditViewerScreen, AuditEventTable]:
+    screen = pilot.app.screen
+    assert isinstance(screen, AuditViewerScreen)
+    await asyncio.wait_for(screen.first_page_shown.wait(), timeout=10)
+    await settle(pilot)
+    return screen, screen.query_one(AuditEventTable)
+
+
+def ids(table: AuditEventTable) -> list[int]:
+    return [event.id for event in table.events]
+
+
+def row_plain(table: AuditEventTable, row: int) -> list[str]:
+    return [cell.plain for cell in table.cells(row)]
+
+
+def screen_lines(table: AuditEventTable) -> list[str]:
+    """The table as painted: header and visible rows, plain text."""
+    return [table.render_line(y).text for y in range(table.size.height)]
+
+
+def detail_text(screen: AuditViewerScreen) -> str:
+    parts = []
+    for static_id in ("#audit-detail-fields", "#audit-detail-json"):
+        content = screen.query_one(static_id, Static).content
+        assert isinstance(content, Content)  # literal content, never a markup string
+        parts.append(content.plain)
+    return "\n".join(parts)
+
+
+def count_label(screen: AuditViewerScreen) -> str:
+    return str(screen.query_one("#audit-count", Label).content)
+
+
+async def test_events_newest_first_with_all_columns(audit_path: Path) -> None:
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        assert ids(table) == list(range(12, 0, -1))
+        assert row_plain(table, 0) == [
+            "06-10 09:06:47",
+            "T-sam",
+            "refund_agent",
+            "refund_processed",
+            "order_id=ORD-002 amount=14.99",
+        ]
+        assert all(isinstance(cell, Text) for cell in table.cells(0))
+        assert count_label(screen) == "12 events"
+        assert screen.title == "Audit log"
+        assert pilot.app.focused is table
+        first = host(pilot).results[0]
+        assert first.first and first.rows == 12
+
+
+async def test_a_slow_first_page_shows_the_loading_indicator(
+    audit_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    page = AuditLog.page
+
+    def held_page(self: AuditLog, *args: Any, **kwargs: Any) -> list[AuditEvent]:
+        release.wait(10)
+        return page(self, *args, **kwargs)
+
+    monkeypatch.setattr(AuditLog, "page", held_page)
+    monkeypatch.setattr(audit_viewer, "LOADING_DELAY_S", 0.01)
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        await pilot.pause()
+        screen = pilot.app.screen
+        assert isinstance(screen, AuditViewerScreen)
+        results = screen.query_one("#audit-results")
+        await wait_until(pilot, lambda: results.has_class("-loading"))
+        assert screen.query_one(LoadingIndicator).display
+        release.set()
+        _, table = await opened(pilot)
+        assert not results.has_class("-loading")
+        assert len(table.events) == 12
+
+
+async def test_alarm_kinds_stand_out_in_every_theme(audit_path: Path) -> None:
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        _screen, table = await opened(pilot)
+        alarm, quiet = ids(table).index(5), ids(table).index(6)  # gate_failed, correction
+
+        def kind_style(row: int) -> Style:
+            style = table.cells(row)[3].style
+            assert isinstance(style, Style)
+            return style
+
+        assert kind_style(alarm).bold and not kind_style(quiet).bold
+        dark_colour = kind_style(alarm).color
+        pilot.app.theme = "textual-light"
+        await pilot.pause()
+        assert kind_style(alarm).bold
+        assert kind_style(alarm).color != dark_colour  # re-coloured from the new theme
+
+
+async def test_a_damaged_log_says_so_instead_of_crashing(tmp_path: Path) -> None:
+    path = tmp_path / "audit.sqlite"
+    path.write_bytes(b"this is not a database" * 100)
+    async with ViewerHost(path).run_test(size=(120, 32)) as pilot:
+        await settle(pilot)
+        screen = pilot.app.screen
+        assert isinstance(screen, AuditViewerScreen)
+        empty = screen.query_one("#audit-empty", Static)
+        assert empty.display
+        assert str(empty.content).startswith("The audit log can't be read: The audit log at")
+        assert not screen.query_one("#audit-results").has_class("-loading")
+        assert any(n.title == "Audit log unavailable" for n in pilot.app._notifications)
+
+
+async def test_thread_filter_picked_with_keys(audit_path: Path) -> None:
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        # Threads come most recently active first: T-sam (12), T-alex (10), T-jordan (9).
+        await pilot.press("t", "down", "enter")
+        await settle(pilot)
+        assert screen.current_query == AuditQuery(thread_id="T-sam")
+        assert ids(table) == SAM_IDS
+        assert {row_plain(table, row)[1] for row in range(len(table.events))} == {"T-sam"}
+        assert count_label(screen) == "6 events"
+
+
+async def test_kind_filter_narrows_the_table(audit_path: Path) -> None:
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        screen.query_one("#audit-kind", Select).value = "gate_failed"
+        await settle(pilot)
+        assert ids(table) == [5]
+        assert row_plain(table, 0)[3] == "gate_failed"
+        assert count_label(screen) == "1 event"
+
+
+async def test_free_text_filter_on_enter_and_after_debounce(audit_path: Path) -> None:
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        await pilot.press("slash")
+        assert isinstance(screen.focused, Input)
+        await pilot.press(*"laptop", "enter")
+        await settle(pilot)
+        assert ids(table) == [9]
+        assert "late laptop stand" in row_plain(table, 0)[4]
+        assert pilot.app.focused is table  # enter hands the results to the keyboard
+
+        # Typing alone applies the filter once the person pauses (the debounce timer).
+        host(pilot).results_changed.clear()
+        await pilot.press("slash", "home", "ctrl+k", *"ORD-002")
+        await asyncio.wait_for(host(pilot).results_changed.wait(), timeout=10)
+        await settle(pilot)
+        assert screen.current_query.text == "ORD-002"
+        assert ids(table) == [12, 7]
+
+
+async def test_filters_combine_and_empty_state_is_clear(audit_path: Path) -> None:
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        screen.set_filters(thread_id="T-alex", kind="provider_error")
+        await settle(pilot)
+        assert ids(table) == [10]
+        screen.set_filters(thread_id="T-alex", text="refund")
+        await settle(pilot)
+        assert table.events == []
+        assert screen.query_one("#audit-results").has_class("-empty")
+        empty = screen.query_one("#audit-empty", Static)
+        assert empty.display and str(empty.content) == "No events match these filters"
+        assert count_label(screen) == "0 events"
+
+
+async def test_markup_and_escapes_are_shown_literally(audit_path: Path) -> None:
+    async with ViewerHost(audit_path).run_test(size=(140, 32)) as pilot:
+        screen, table = await opened(pilot)
+        markup_row, link_row = ids(table).index(7), ids(table).index(8)
+        assert MARKUP in row_plain(table, markup_row)[4]
+        link_cell = row_plain(table, link_row)[4]
+        assert "[link=http://evil]y[/link]" in link_cell
+        assert "\x1b" not in link_cell
+        painted = "\n".join(screen_lines(table))
+        assert "[bold]x[/] arrived broken" in painted
+        assert "[link=http://evil]y[/link]" in painted
+        assert "\x1b" not in painted
+
+        table.move_to_event(7)
+        await pilot.pause()
+        assert f'"reason": "{MARKUP}"' in detail_text(screen)
+        table.move_to_event(8)
+        await pilot.pause()
+        shown = detail_text(screen)
+        assert '"message": "[link=http://evil]y[/link] \\u001b[31mred\\u001b[0m angry"' in shown
+        assert "\x1b" not in shown
+
+
+async def test_a_100_kb_paste_is_cut_for_display_but_exported_whole(tmp_path: Path) -> None:
+    path = tmp_path / "audit.sqlite"
+    paste = "Привет 你好 [b]x[/b] " * 5_000  # ~95 KB of Cyrillic, CJK and markup
+    with AuditLog(path) as log:
+        log.append("turn_started", thread_id="T-big", agent="order_agent", detail={"m": paste})
+    export_dir = tmp_path / "out"
+    async with ViewerHost(path, export_dir=export_dir).run_test(size=(100, 30)) as pilot:
+        screen, table = await opened(pilot)
+        assert row_plain(table, 0)[4].startswith("m=Привет 你好 [b]x[/b]")
+        shown = detail_text(screen)
+        assert CLIPPED_NOTE in shown
+        assert len(shown) < 2 * MAX_VALUE_CHARS
+        await pilot.press("x")
+        await settle(pilot)
+        assert screen.last_export is not None
+        exported = json.loads(screen.last_export.read_text(encoding="utf-8"))
+        assert exported["detail"]["m"] == paste
+
+
+async def test_detail_pane_follows_the_cursor_and_enter_focuses_it(audit_path: Path) -> None:
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        await pilot.press("down", "down")
+        shown = detail_text(screen)
+        event = table.events[2]
+        assert event.id == 10
+        for field in (str(event.id), event.ts, "T-alex", "order_agent", "provider_error"):
+            assert field in shown
+        assert json.loads(shown.split("\n", 5)[5]) == event.detail == EVENTS[9][3]
+
+        await pilot.press("enter")
+        assert pilot.app.focused is not None and pilot.app.focused.id == "audit-detail-body"
+        await pilot.press("escape")
+        assert pilot.app.focused is table
+
+        # A click highlights a row (line 0 is the header); a second click opens it.
+        await pilot.click(AuditEventTable, offset=(3, 4))
+        await pilot.pause()
+        assert table.highlighted_event is not None and table.highlighted_event.id == 9
+        await pilot.click(AuditEventTable, offset=(3, 4))
+        await pilot.pause()
+        assert pilot.app.focused is not None and pilot.app.focused.id == "audit-detail-body"
+        assert '"sentiment": "angry"' in detail_text(screen)
+
+        await pilot.press("escape", "escape")
+        assert not isinstance(pilot.app.screen, AuditViewerScreen)
+
+
+async def test_preset_thread_and_q_closes(audit_path: Path) -> None:
+    async with ViewerHost(audit_path, thread_id="T-jordan").run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        assert ids(table) == [9, 8]
+        assert screen.query_one("#audit-thread", Select).value == "T-jordan"
+        await pilot.press("q")
+        assert not isinstance(pilot.app.screen, AuditViewerScreen)
+
+
+async def test_paging_loads_more_rows_near_the_end(tmp_path: Path) -> None:
+    path = tmp_path / "audit.sqlite"
+    with AuditLog(path) as log:
+        log.append_many(
+            {"kind": "tool_called", "thread_id": f"T-{n % 7}", "detail": {"n": n}}
+            for n in range(1_500)
+        )
+    async with ViewerHost(path).run_test(size=(100, 30)) as pilot:
+        screen, table = await opened(pilot)
+        assert len(table.events) == PAGE_SIZE  # one page, not the whole log
+        assert count_label(screen) == "1,500 events"
+        for _ in range(20):
+            if len(table.events) == 1_500:
+                break
+            await pilot.press("end")
+            await settle(pilot)
+        loaded = ids(table)
+        assert len(loaded) == 1_500
+        assert all(a > b for a, b in itertools.pairwise(loaded))  # strictly descending
+        assert loaded == list(range(1_500, 0, -1))  # so no duplicates and no gaps
+
+        # The mouse wheel pages too, not only the cursor.
+        screen.set_filters(thread_id="T-3")
+        await settle(pilot)
+        assert len(table.events) == PAGE_SIZE
+        table.scroll_end(animate=False, immediate=True)
+        await settle(pilot)
+        assert ids(table) == [n + 1 for n in range(1_499, -1, -1) if n % 7 == 3]
+
+
+async def test_export_writes_exactly_the_filtered_events(audit_path: Path, tmp_path: Path) -> None:
+    export_dir = tmp_path / "out"
+    async with ViewerHost(audit_path, export_dir=export_dir).run_test(size=(120, 32)) as pilot:
+        screen, _table = await opened(pilot)
+        screen.set_filters(thread_id="T-sam")
+        await settle(pilot)
+        await pilot.press("x")
+        await settle(pilot)
+        assert screen.last_export is not None
+        assert screen.last_export.parent == export_dir
+        assert screen.last_export.name.startswith("audit-")
+        assert screen.last_export.suffix == ".jsonl"
+        lines = screen.last_export.read_text(encoding="utf-8").splitlines()
+        records = [json.loads(line) for line in lines]
+        assert [record["id"] for record in records] == SAM_IDS
+        assert all(
+            set(record) == {"id", "ts", "thread_id", "agent", "kind", "detail"}
+            for record in records
+        )
+        assert records[2]["detail"]["reason"] == MARKUP
+
+        await pilot.press("x")  # same second: a second file, never an overwrite
+        await settle(pilot)
+        assert len(list(export_dir.glob("audit-*.jsonl"))) == 2
+
+
+async def test_export_default_folder_is_beside_the_audit_file(audit_path: Path) -> None:
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, _table = await opened(pilot)
+        await pilot.press("x")
+        await settle(pilot)
+        assert screen.last_export is not None
+        assert screen.last_export.parent == audit_path.parent / "exports"
+        assert len(screen.last_export.read_text(encoding="utf-8").splitlines()) == 12
+
+
+async def test_refresh_shows_new_events_and_keeps_the_cursor(audit_path: Path) -> None:
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        await pilot.press("down", "down")
+        assert table.highlighted_event is not None and table.highlighted_event.id == 10
+        with AuditLog(audit_path) as log:
+            log.append("limit_reached", thread_id="T-new", detail={"handoffs": 4})
+        await pilot.press("r")
+        await settle(pilot)
+        assert ids(table)[:2] == [13, 12]
+        assert table.highlighted_event is not None and table.highlighted_event.id == 10
+        assert count_label(screen) == "13 events"
+        options = screen.query_one("#audit-thread", Select)._options
+        assert "T-new" in [value for _, value in options]
+
+
+async def test_a_stale_result_is_ignored(audit_path: Path) -> None:
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        with AuditLog(audit_path) as log:
+            stale = log.page(AuditQuery(thread_id="T-alex"))
+        screen.set_filters(kind="escalated")
+        screen.post_message(_PageLoaded(0, stale, first=True))  # an older generation
+        await settle(pilot)
+        assert ids(table) == [9]
+
+
+def test_snapshot_of_the_viewer(audit_path: Path, snap_compare: Any) -> None:
+    async def run_before(pilot: Pilot[None]) -> None:
+        await opened(pilot)
+        await pilot.press("down", "down", "down", "down", "down")  # the [bold] reason
+        await settle(pilot)
+
+    assert snap_compare(ViewerHost(audit_path), terminal_size=(120, 34), run_before=run_before)

@@ -1,0 +1,290 @@
+"""The chat screen, driven the way a person uses it, with the offline demo model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from textual.widgets import Input
+
+from agents.context import RetryBudget
+from agents.facade import ShopBotEngine
+from shopbot_tui.screens.chat import ChatScreen
+from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage
+from shopbot_tui.widgets.side_panel import AgentCard, SidePanel
+from tests.test_tui_helpers import (
+    SIZE,
+    GatedModel,
+    ProviderDownModel,
+    audit_kinds,
+    instant_approval,  # noqa: F401 - autouse fixture
+    iter_notices,
+    make_app,
+    notes,
+    replies,
+    send,
+    settle,
+    transcript_on_screen,
+    visible_text,
+    wait_until,
+)
+
+
+def active_card(app: object) -> str:
+    cards = [card for card in app.chat.query(AgentCard) if card.has_class("-active")]  # type: ignore[attr-defined]
+    assert len(cards) == 1
+    return cards[0].agent
+
+
+async def test_order_status_turn(tmp_path: Path) -> None:
+    app = make_app(tmp_path, thread_id="t-order", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Hi, where is my order ORD-002?")
+        lines = transcript_on_screen(app)
+        assert lines[-2] == ("customer", "Hi, where is my order ORD-002?")
+        role, reply = lines[-1]
+        assert role == "assistant"
+        assert "ORD-002" in reply and "In Transit" in reply
+        assert app.chat.query_one("#message", Input).value == ""
+        assert app.chat.last_reply == reply
+        assert active_card(app) == "order_agent"
+        kinds = audit_kinds(app, "t-order")
+        assert kinds[0] == "turn_started" and kinds[-1] == "turn_finished"
+        assert {"gate_passed", "tool_called"} <= set(kinds)
+        # The screen and the stored transcript say the same thing.
+        assert app.engine is not None
+        stored = [(line.role, line.text) for line in app.engine.transcript("t-order")]
+        assert stored == [line for line in lines if not line[1].startswith("New conversation")]
+
+
+async def test_a_reply_streams_into_one_markdown_widget(tmp_path: Path) -> None:
+    model = GatedModel(pause_mid_reply=True)
+    app = make_app(tmp_path, model=model)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Hi, where is my order ORD-002?", wait=False)
+        model.open()
+        await wait_until(
+            pilot,
+            lambda: (
+                bool(app.chat.query(AssistantReply))
+                and bool(app.chat.query_one(AssistantReply).source)
+            ),
+            "streaming to start",
+        )
+        streaming = app.chat.query_one(AssistantReply)
+        assert not streaming.complete
+        assert streaming.border_title == "Order agent · writing…"
+        assert "In Transit" not in streaming.source
+        model.resume()
+        await settle(pilot)
+        assert app.chat.query_one(AssistantReply) is streaming
+        assert streaming.complete and streaming.border_title == "Order agent"
+        assert "In Transit" in streaming.source
+
+
+async def test_handoff_shows_in_side_panel_and_chat(tmp_path: Path) -> None:
+    app = make_app(tmp_path, customer="Alex")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert active_card(app) == "order_agent"
+        await send(pilot, "I want a refund for ORD-004, the monitor has dead pixels all over")
+        assert active_card(app) == "refund_agent"
+        card = app.chat.query_one("#agent-refund_agent", AgentCard)
+        assert card.query_one(".badge").display
+        assert "→ Order, Complaints" in visible_text(card.query_one(".handoffs"))
+        shown = notes(app)
+        assert "→ handed to Refund agent" in shown
+        assert any(note.startswith("gate: refund rejected") for note in shown)
+        assert "escalated to a human (refund above the auto-refund limit)" in shown
+        assert "senior" in replies(app)[-1]
+        gates = visible_text(app.chat.query_one("#gates"))
+        assert "✓ order id" in gates and "✗ refund" in gates
+        assert "handoff" in audit_kinds(app, "t-test")
+
+
+async def test_markup_and_escape_sequences_show_literally(tmp_path: Path) -> None:
+    customer = "[b]Eve[/b]"
+    app = make_app(tmp_path, customer=customer)
+    text = "[bold]x[/] [link=http://x]y[/link] \x1b[31mred[/]"
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, text)
+        message = app.chat.query(CustomerMessage).last()
+        rendered = message.render()
+        assert rendered.plain == "[bold]x[/] [link=http://x]y[/link] ␛[31mred[/]"
+        assert not rendered.spans  # nothing became bold, red or a link
+        assert message.border_title == "\\[b]Eve\\[/b]"  # the title, escaped as markup
+        customer_line = visible_text(app.chat.query_one("#customer"))
+        assert customer_line == "Customer [b]Eve[/b]"
+        svg = app.export_screenshot()
+        assert "[bold]x[/]" in svg.replace("&#160;", " ")
+
+
+async def test_provider_error_is_a_notification_and_the_thread_survives(tmp_path: Path) -> None:
+    app = make_app(
+        tmp_path, model=ProviderDownModel(), retry=RetryBudget(attempts=2, base_delay=0.01)
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Hi, where is my order ORD-002?")
+        errors = list(iter_notices(app, "error"))
+        assert any("HTTP 503" in notice for notice in errors), errors
+        assert any("HTTP 503" in notice for notice in iter_notices(app, "warning"))
+        assert isinstance(app.screen, ChatScreen)
+        assert transcript_on_screen(app)[1:] == [
+            ("customer", "Hi, where is my order ORD-002?"),
+            ("note", notes(app)[1]),
+            ("note", notes(app)[2]),
+        ]
+        assert notes(app)[1].startswith("provider busy, retrying in")
+        assert notes(app)[2].startswith("⚠ The model provider is unavailable (HTTP 503)")
+        assert "provider_error" in audit_kinds(app, "t-test")
+        # Still usable: the next message is taken (and fails the same way, cleanly).
+        await send(pilot, "Are you there?")
+        assert ("customer", "Are you there?") in transcript_on_screen(app)
+        assert not app.chat.busy
+        assert app.engine is not None
+        assert [line.role for line in app.engine.transcript("t-test")].count("customer") == 2
+
+
+async def test_second_message_while_answering_is_refused_and_kept(tmp_path: Path) -> None:
+    model = GatedModel()
+    app = make_app(tmp_path, model=model)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Hi, where is my order ORD-002?", wait=False)
+        await wait_until(
+            pilot, lambda: bool(app.chat.query(CustomerMessage)), "the first message to show"
+        )
+        box = app.chat.query_one("#message", Input)
+        await pilot.press(*"thanks")  # typing is never blocked
+        assert box.value == "thanks"
+        await pilot.press("enter")
+        assert box.value == "thanks"
+        assert any("still answering" in notice for notice in iter_notices(app, "warning"))
+        model.open()
+        await settle(pilot)
+        assert "In Transit" in replies(app)[-1]
+        await pilot.press("enter")
+        await settle(pilot)
+        assert box.value == ""
+        assert transcript_on_screen(app)[-2] == ("customer", "thanks")
+
+
+async def test_input_errors_keep_the_text(tmp_path: Path) -> None:
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "   ")
+        assert any("empty" in notice for notice in iter_notices(app, "warning"))
+        assert app.chat.query_one("#message", Input).value == "   "
+        assert not app.chat.query(CustomerMessage)
+        await send(pilot, "x" * 16_001)
+        assert any("too long" in notice for notice in iter_notices(app, "warning"))
+        assert len(app.chat.query_one("#message", Input).value) == 16_001
+
+
+async def test_loading_state_paints_before_the_engine(tmp_path: Path) -> None:
+    class SlowEngine(ShopBotEngine):
+        async def start(self) -> None:
+            await gate.wait()
+            await super().start()
+
+    import asyncio
+
+    gate = asyncio.Event()
+    app = make_app(tmp_path, engine_class=SlowEngine)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.engine is None
+        loading = app.chat.query_one("#loading SystemNote")
+        assert "Loading the engine" in visible_text(loading)
+        panel = app.chat.query_one(SidePanel)
+        assert "Model     offline demo" in visible_text(panel.query_one("#model"))
+        await send(pilot, "hello", wait=False)
+        await pilot.pause()
+        assert any("still loading" in notice for notice in iter_notices(app, "warning"))
+        assert app.chat.query_one("#message", Input).value == "hello"
+        gate.set()
+        await settle(pilot)
+        assert app.engine is not None
+        assert notes(app)[0].startswith("New conversation")
+
+
+def test_the_app_module_does_not_import_langchain() -> None:
+    code = (
+        "import sys, shopbot_tui.app\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in "
+        "('langchain', 'langchain_core', 'langgraph', 'langchain_mistralai', 'agents.facade')]\n"
+        "heavy += [m for m in sys.modules if m == 'agents.facade']\n"
+        "print(heavy)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "[]"
+
+
+async def test_copy_last_reply_and_export_chat(tmp_path: Path) -> None:
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Hi, where is my order ORD-002? [bold]keep[/]")
+        await pilot.press("ctrl+y")
+        assert app.clipboard == replies(app)[-1]
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        exports = list((tmp_path / "exports").glob("t-test-*.md"))
+        assert len(exports) == 1
+        text = exports[0].read_text(encoding="utf-8")
+        assert "# ShopBot conversation t-test" in text
+        assert "> Hi, where is my order ORD-002? \\[bold\\]keep\\[/\\]" in text
+        assert "In Transit" in text
+        assert any(str(exports[0]) in notice for notice in iter_notices(app, "information"))
+
+
+async def test_correction_loop_is_shown(tmp_path: Path) -> None:
+    app = make_app(tmp_path, customer="Alex")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "where is ORD-0O1?")
+        shown = notes(app)
+        assert any(note.startswith("gate: order id rejected: Order ID 'ORD-0O1'") for note in shown)
+        assert "correcting (1/2)" in shown
+        assert "correction" in audit_kinds(app, "t-test")
+        assert app.engine is not None
+        stored = [line.text for line in app.engine.transcript("t-test") if line.role == "note"]
+        assert stored == shown[1:]
+
+
+async def test_customer_of_a_stored_thread_wins(tmp_path: Path) -> None:
+    first = make_app(tmp_path, thread_id="t-sam", customer="Sam")
+    async with first.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?")
+    second = make_app(tmp_path, thread_id="t-sam", customer="Alex")
+    async with second.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert second.chat.customer == "Sam"
+        assert any("belongs to Sam" in notice for notice in iter_notices(second, "warning"))
+        assert transcript_on_screen(second)[0] == ("customer", "Where is ORD-002?")
+
+
+async def test_quitting_while_a_turn_runs_is_clean(tmp_path: Path) -> None:
+    model = GatedModel()  # never opened: the turn is still waiting when the app quits
+    app = make_app(tmp_path, model=model)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Hi, where is my order ORD-002?", wait=False)
+        await wait_until(pilot, lambda: bool(app.chat.query(CustomerMessage)), "the turn")
+        await pilot.press("ctrl+q")
+    assert app.return_code == 0
+    # The next start finds the thread usable.
+    again = make_app(tmp_path)
+    async with again.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-005?")
+        assert "Bluetooth Speaker" in replies(again)[-1]

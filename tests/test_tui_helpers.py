@@ -1,0 +1,195 @@
+"""Shared helpers for the TUI tests (no tests here): apps on a temporary SHOPBOT_HOME driven
+by the offline demo model, and ways to wait for the engine without sleeping."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from pydantic import PrivateAttr
+from textual.content import Content
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from agents.context import RetryBudget
+from agents.facade import ShopBotEngine
+from agents.offline.demo_model import OfflineDemoModel
+from agents.offline.local_model import LocalChatModel
+from agents.settings import Settings
+from shopbot_tui.app import ShopBotApp
+from shopbot_tui.screens.approval import ApprovalScreen
+from shopbot_tui.screens.chat import ChatScreen
+from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage, SystemNote
+
+SIZE = (120, 40)
+
+
+class RecordingApp(ShopBotApp):
+    """The real app, remembering its notifications and bells for assertions."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.notices: list[tuple[str, str, str]] = []
+        self.bells = 0
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        self.notices.append((severity, title, message))
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def bell(self) -> None:
+        self.bells += 1
+
+
+def make_app(
+    home: Path,
+    *,
+    thread_id: str | None = "t-test",
+    customer: str | None = "Sam",
+    model: Any = None,
+    retry: RetryBudget | None = None,
+    engine_class: type[ShopBotEngine] = ShopBotEngine,
+) -> RecordingApp:
+    settings = Settings(home=home, force_offline=True)
+
+    def factory() -> ShopBotEngine:
+        return engine_class(settings, model=model or OfflineDemoModel(), retry=retry)
+
+    return RecordingApp(settings, thread_id=thread_id, customer=customer, engine_factory=factory)
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    """Until no worker runs and every message they posted has been handled."""
+    for _ in range(100):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if not any(worker.is_running for worker in pilot.app.workers):
+            await pilot.pause()
+            return
+    raise AssertionError("workers did not settle")
+
+
+async def wait_until(pilot: Pilot[Any], condition: Callable[[], bool], what: str) -> None:
+    for _ in range(500):
+        if condition():
+            return
+        await pilot.pause()
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def chat(app: ShopBotApp) -> ChatScreen:
+    return app.chat
+
+
+async def send(pilot: Pilot[Any], text: str, *, wait: bool = True) -> None:
+    """Put `text` in the message box and press Enter, as a paste and a key would."""
+    box = pilot.app.chat.query_one("#message", Input)
+    box.value = text
+    box.focus()
+    await pilot.press("enter")
+    if wait:
+        await settle(pilot)
+
+
+def visible_text(widget: Any) -> str:
+    rendered = widget.render()
+    return rendered.plain if isinstance(rendered, Content) else str(rendered)
+
+
+def transcript_on_screen(app: ShopBotApp) -> list[tuple[str, str]]:
+    """(role, text) of every line of the conversation widget, in order."""
+    lines: list[tuple[str, str]] = []
+    for widget in app.chat.query("#chat-log > *"):
+        if isinstance(widget, CustomerMessage):
+            lines.append(("customer", visible_text(widget)))
+        elif isinstance(widget, AssistantReply):
+            lines.append(("assistant", widget.source))
+        elif isinstance(widget, SystemNote):
+            lines.append(("note", visible_text(widget)))
+    return lines
+
+
+def notes(app: ShopBotApp) -> list[str]:
+    return [text for role, text in transcript_on_screen(app) if role == "note"]
+
+
+def replies(app: ShopBotApp) -> list[str]:
+    return [text for role, text in transcript_on_screen(app) if role == "assistant"]
+
+
+def audit_kinds(app: ShopBotApp, thread_id: str) -> list[str]:
+    from agents.audit_log import AuditQuery
+
+    assert app.engine is not None
+    events = app.engine.audit.page(AuditQuery(thread_id=thread_id), limit=1000)
+    return [event.kind for event in reversed(events)]
+
+
+class GatedModel(OfflineDemoModel):
+    """The demo model, holding every call until the test opens the gate; with
+    `pause_mid_reply`, a streamed reply also stops after its first piece until `resume()`."""
+
+    pause_mid_reply: bool = False
+    _gate: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
+    _mid: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
+
+    def open(self) -> None:
+        self._gate.set()
+
+    def resume(self) -> None:
+        self._mid.set()
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
+    ) -> ChatResult:
+        await self._gate.wait()
+        return await super()._agenerate(messages, *args, **kwargs)
+
+    async def _astream(
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        await self._gate.wait()
+        pieces = 0
+        async for chunk in super()._astream(messages, *args, **kwargs):
+            yield chunk
+            pieces += bool(chunk.text)
+            if self.pause_mid_reply and pieces == 1:
+                await self._mid.wait()
+
+
+class ProviderDownModel(LocalChatModel):
+    """A provider that answers every call with HTTP 503."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "provider-down"
+
+    def answer(self, messages: Any, tools: Any, tool_choice: Any) -> AIMessage:
+        request = httpx.Request("POST", "https://provider.invalid/v1/chat/completions")
+        response = httpx.Response(503, request=request, text="upstream overloaded")
+        raise httpx.HTTPStatusError("503 Service Unavailable", request=request, response=response)
+
+
+def iter_notices(app: RecordingApp, severity: str) -> Iterator[str]:
+    for level, title, message in app.notices:
+        if level == severity:
+            yield f"{title}: {message}"
+
+
+@pytest.fixture(autouse=True)
+def instant_approval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Approval shortcuts work at once in tests (a person gets a short arming delay)."""
+    monkeypatch.setattr(ApprovalScreen, "ARM_DELAY", 0.0)
