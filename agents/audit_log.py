@@ -85,6 +85,12 @@ _SCHEMA = (
 )
 
 
+def check_kind(kind: str) -> None:
+    """ValueError unless `kind` is one of AUDIT_KINDS."""
+    if kind not in AUDIT_KINDS:
+        raise ValueError(f"Unknown audit kind {kind!r}; known: {', '.join(sorted(AUDIT_KINDS))}")
+
+
 @dataclass(frozen=True)
 class AuditEvent:
     """One stored audit record."""
@@ -148,15 +154,17 @@ class AuditLog(SqliteStore):
         self._conn.create_function("shopbot_contains", 2, _contains, deterministic=True)
 
     def _prepare(
-        self, kind: str, thread_id: str | None, agent: str | None, detail: Mapping[str, Any] | None
+        self,
+        kind: str,
+        thread_id: str | None,
+        agent: str | None,
+        detail: Mapping[str, Any] | None,
+        ts: str | None = None,
     ) -> tuple[str, str | None, str | None, str, dict[str, Any]]:
-        if kind not in AUDIT_KINDS:
-            raise ValueError(
-                f"Unknown audit kind {kind!r}; known: {', '.join(sorted(AUDIT_KINDS))}"
-            )
+        check_kind(kind)
         clean = redact_data(_plain(dict(detail or {})), self._secrets)
         safe_agent = redact(agent, self._secrets) if agent is not None else None
-        return utc_timestamp(self._clock()), thread_id, safe_agent, kind, clean
+        return ts or utc_timestamp(self._clock()), thread_id, safe_agent, kind, clean
 
     def append(
         self,
@@ -177,12 +185,17 @@ class AuditLog(SqliteStore):
         return AuditEvent(cursor.lastrowid, ts, thread_id, agent, kind, clean)
 
     def append_many(self, events: Iterable[Mapping[str, Any]], *, batch: int = 2_000) -> int:
-        """Bulk `append` for benchmarks and tests: mappings with kind/thread_id/agent/detail."""
+        """Bulk `append`: mappings with kind/thread_id/agent/detail (and `ts`, when the event
+        happened before it is stored, as with `AuditWriter`)."""
         total = 0
         rows: list[tuple[str, str | None, str | None, str, str]] = []
         for event in events:
             ts, thread_id, agent, kind, clean = self._prepare(
-                event["kind"], event.get("thread_id"), event.get("agent"), event.get("detail")
+                event["kind"],
+                event.get("thread_id"),
+                event.get("agent"),
+                event.get("detail"),
+                event.get("ts"),
             )
             rows.append((ts, thread_id, agent, kind, _dumps(clean)))
             if len(rows) >= batch:

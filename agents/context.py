@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # Real imports, not TYPE_CHECKING ones: tools' schemas resolve these annotations at runtime.
-from agents.audit_log import AuditLog
+from agents.audit_writer import AuditSink
 from agents.shop_data import ShopData
 
 
@@ -27,5 +27,5 @@ class ShopContext:
     # From the session (`--customer`), never from what the model writes.
     customer: str | None
     shop: ShopData
-    audit: AuditLog
+    audit: AuditSink
     retry: RetryBudget = field(default_factory=RetryBudget)

@@ -19,6 +19,7 @@ from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
 
 from agents.audit_log import AuditLog
+from agents.audit_writer import AuditWriter
 from agents.context import RetryBudget, ShopContext
 from agents.events import (
     DEFAULT_AGENT,
@@ -94,7 +95,8 @@ class ShopBotEngine:
             register_secret(secret)
         try:
             self.shop = ShopData(self.settings.shop_path)
-            self.audit = AuditLog(self.settings.audit_path, secrets=self.settings.secrets())
+            self._audit_log = AuditLog(self.settings.audit_path, secrets=self.settings.secrets())
+            self._recorder = AuditWriter(self._audit_log)
             self.threads = ThreadRegistry(self.settings.threads_path)
             saver = await self._open_checkpoints()
         except BaseException:
@@ -122,7 +124,7 @@ class ShopBotEngine:
         if self._connection is not None:
             await self._connection.close()
             self._connection = None
-        for store in ("shop", "audit", "threads"):
+        for store in ("_recorder", "shop", "_audit_log", "threads"):
             if (opened := self.__dict__.pop(store, None)) is not None:
                 opened.close()
 
@@ -136,6 +138,12 @@ class ShopBotEngine:
         await self.aclose()
 
     # --- reading ---------------------------------------------------------------------
+
+    @property
+    def audit(self) -> AuditLog:
+        """The audit log, with every event recorded so far stored and readable."""
+        self._recorder.flush()
+        return self._audit_log
 
     def list_threads(self, limit: int = 200) -> list[ThreadInfo]:
         return self.threads.list(limit=limit)
@@ -178,8 +186,10 @@ class ShopBotEngine:
             self.threads.ensure(thread_id, customer=customer)
             self.threads.update(thread_id, title=message, count_turn=True)
             self.threads.append_line(thread_id, "customer", message)
-            self.audit.append("turn_started", thread_id=thread_id, detail={"chars": len(message)})
-            graph_input = {"messages": [HumanMessage(content=message)]}
+            self._recorder.append(
+                "turn_started", thread_id=thread_id, detail={"chars": len(message)}
+            )
+            graph_input = {"messages": [HumanMessage(content=message)], "handoffs": 0}
             async for event in self._drive(graph_input, thread_id, customer, _active_in(before)):
                 yield event
 
@@ -263,10 +273,12 @@ class ShopBotEngine:
         self, graph_input: Any, thread_id: str, customer: str | None, agent: str
     ) -> AsyncIterator[EngineEvent]:
         config = self._config(thread_id)
-        context = ShopContext(thread_id, customer, self.shop, self.audit, self.retry)
+        context = ShopContext(thread_id, customer, self.shop, self._recorder, self.retry)
         yield AgentChanged(agent=agent)
         reply = ""
         failure: TurnFailed | None = None
+        # The approval nodes announce a pause just before they call interrupt().
+        paused = False
         try:
             async for namespace, mode, data in self.graph.astream(
                 graph_input,
@@ -289,6 +301,8 @@ class ShopBotEngine:
                     agent = data.agent
                 if isinstance(data, ReplyDone):
                     reply = data.text
+                if isinstance(data, StepChanged) and data.step == "waiting_for_approval":
+                    paused = True
                 self._note(thread_id, data)
                 yield data
         except ProviderUnavailable as exc:
@@ -296,7 +310,7 @@ class ShopBotEngine:
         except GraphRecursionError:
             reply = LIMIT_REACHED
             detail = {"limit": "recursion", "detail": f"more than {RECURSION_LIMIT} steps"}
-            self.audit.append("limit_reached", thread_id=thread_id, agent=agent, detail=detail)
+            self._recorder.append("limit_reached", thread_id=thread_id, agent=agent, detail=detail)
             for event in (LimitReached(agent, **detail), ReplyDone(agent, reply)):
                 self._note(thread_id, event)
                 yield event
@@ -310,7 +324,7 @@ class ShopBotEngine:
             self._note(thread_id, failure)
             yield failure
         result = await self._finish(
-            thread_id, config, reply, failure, closing=reply == LIMIT_REACHED
+            thread_id, config, reply, failure, agent, look=paused or reply == LIMIT_REACHED
         )
         if result.pending is not None:
             yield ApprovalRequested(result.pending)
@@ -322,11 +336,18 @@ class ShopBotEngine:
         config: dict[str, Any],
         reply: str,
         failure: TurnFailed | None,
+        agent: str,
         *,
-        closing: bool,
+        look: bool,
     ) -> TurnResult:
-        state = await self._snapshot(thread_id)
-        pending = _pending_in(thread_id, state)
+        """Record how the turn ended. The stored state is read back only when the turn paused
+        or did not end normally: a plain turn's events already said all there is to know."""
+        closing = reply == LIMIT_REACHED
+        pending: ApprovalRequest | None = None
+        if look or failure is not None:
+            state = await self._snapshot(thread_id)
+            pending = _pending_in(thread_id, state)
+            agent = _active_in(state)
         if (failure is not None or closing) and pending is None:
             # The thread must not point at the failed node, nor keep a history Mistral rejects.
             messages = state.values.get("messages", [])
@@ -335,8 +356,6 @@ class ShopBotEngine:
             if closing and not any(isinstance(m, AIMessage) and m.text == note for m in repair):
                 repair.append(AIMessage(content=note))
             await self.graph.aupdate_state(config, {"messages": repair}, as_node="end_turn")
-            state = await self._snapshot(thread_id)
-        agent = _active_in(state)
         status: TurnStatus
         if pending is not None:
             self._note(thread_id, ApprovalRequested(pending))
@@ -348,7 +367,7 @@ class ShopBotEngine:
         self.threads.update(
             thread_id, active_agent=agent, status="idle" if status == "done" else status
         )
-        self.audit.append(
+        self._recorder.append(
             "turn_finished", thread_id=thread_id, agent=agent, detail={"status": status}
         )
         return TurnResult(

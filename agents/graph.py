@@ -22,46 +22,45 @@ from agents.state import ShopState
 from agents.summary import removals, summary_cut, summary_request
 
 
-def make_begin_turn(model: BaseChatModel) -> Any:
-    async def begin_turn(state: ShopState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
-        update: dict[str, Any] = {
-            "handoffs": 0,
-            "turn": state.get("turn", 0) + 1,
-            "active_agent": state.get("active_agent") or DEFAULT_AGENT,
-        }
+def make_summarise(model: BaseChatModel) -> Any:
+    async def summarise(state: ShopState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
+        """Fold the older part of a long history into `summary` before the turn starts."""
         messages = state["messages"]
         cut = summary_cut(messages)
-        if cut:
-            agent = update["active_agent"]
-            report(runtime, StepChanged(agent=agent, step="summarising"))
-            facts = {
-                "customer": runtime.context.customer or "",
-                "order": state.get("order_id", ""),
-                "category": state.get("ticket_category", ""),
-            }
-            request = summary_request(messages[:cut], state.get("summary", ""), facts)
-            reply = await call_model(model, request, runtime, agent=agent, config=NO_STREAM)
-            summary = text_of(reply).strip()
-            update["summary"] = summary
-            update["messages"] = removals(messages[:cut])
-            report(
-                runtime,
-                kind="summarised",
-                agent=agent,
-                detail={
-                    "removed_messages": cut,
-                    "kept_messages": len(messages) - cut,
-                    "summary": summary,
-                },
-            )
-        return update
+        agent = route_to_active(state)
+        report(runtime, StepChanged(agent=agent, step="summarising"))
+        facts = {
+            "customer": runtime.context.customer or "",
+            "order": state.get("order_id", ""),
+            "category": state.get("ticket_category", ""),
+        }
+        request = summary_request(messages[:cut], state.get("summary", ""), facts)
+        reply = await call_model(model, request, runtime, agent=agent, config=NO_STREAM)
+        summary = text_of(reply).strip()
+        report(
+            runtime,
+            kind="summarised",
+            agent=agent,
+            detail={
+                "removed": cut,
+                "kept": len(messages) - cut,
+                "summary": summary,
+            },
+        )
+        return {"summary": summary, "messages": removals(messages[:cut])}
 
-    return begin_turn
+    return summarise
 
 
 def route_to_active(state: ShopState) -> str:
     agent = state.get("active_agent") or DEFAULT_AGENT
     return agent if agent in AGENTS else DEFAULT_AGENT
+
+
+def route_turn(state: ShopState) -> str:
+    """A new message goes to the active specialist, after a summary if the history is long.
+    (No node runs otherwise: the facade's input itself resets the per-turn hand-off count.)"""
+    return "summarise" if summary_cut(state["messages"]) else route_to_active(state)
 
 
 async def end_turn(state: ShopState) -> dict[str, Any]:
@@ -71,12 +70,12 @@ async def end_turn(state: ShopState) -> dict[str, Any]:
 
 def build_graph(model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any] | None) -> Any:
     graph = StateGraph(ShopState, context_schema=ShopContext)
-    graph.add_node("begin_turn", make_begin_turn(model))
+    graph.add_node("summarise", make_summarise(model))
     for spec in SPECIALISTS:
         others = tuple(agent for agent in AGENTS if agent != spec.name)
         graph.add_node(spec.name, build_specialist(spec, model), destinations=others)
     graph.add_node("end_turn", end_turn)
-    graph.add_edge(START, "begin_turn")
-    graph.add_conditional_edges("begin_turn", route_to_active, list(AGENTS))
+    graph.add_conditional_edges(START, route_turn, ["summarise", *AGENTS])
+    graph.add_conditional_edges("summarise", route_to_active, list(AGENTS))
     graph.add_edge("end_turn", END)
     return graph.compile(checkpointer=checkpointer, name="shopbot")

@@ -18,9 +18,8 @@ class ShopState(TypedDict, total=False):
     summary: str
     order_id: str
     ticket_category: str
-    # Reset by `begin_turn`; the hand-off cap reads it.
+    # Reset to 0 by each new customer message (the facade's input); the hand-off cap reads it.
     handoffs: int
-    turn: int
 
 
 class SpecialistState(ShopState, total=False):

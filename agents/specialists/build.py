@@ -1,10 +1,12 @@
 """Assemble one specialist's subgraph from the shared nodes.
 
-order / refund:  START -> respond -> act -> (extract -> gate -> correct*) -> act -> respond
+order / refund:  START -> respond -> act -> (extract -> correct*) -> act -> respond
                  act -> request_approval -> await_approval -> respond      (refunds)
-complaints:      START -> extract -> gate -> correct* -> request_review -> await_review
-                                          \\-> respond -> act (hand-offs only)
-any gate:        -> escalate (over the limit, or still wrong after 2 corrections)
+complaints:      START -> extract -> correct* -> request_review -> await_review
+                                  \\-> respond -> act (hand-offs only)
+extract/correct: gate what they extracted, then go on to the tools (act), the correction
+                 loop (correct), the model (respond) or a human (escalate: over the limit,
+                 or still wrong after 2 corrections)
 act:             -> stop_turn (a brake) | the parent graph (a hand-off)
 """
 
@@ -25,7 +27,6 @@ from agents.specialists.approvals import (
 )
 from agents.specialists.endings import make_escalate, make_stop_turn
 from agents.specialists.extraction import make_correct, make_extract
-from agents.specialists.gating import make_gate
 from agents.specialists.spec import SpecialistSpec
 from agents.specialists.tool_calls import make_act
 from agents.state import ShopState, SpecialistState
@@ -42,20 +43,14 @@ def build_specialist(spec: SpecialistSpec, model: BaseChatModel) -> Any:
         make_act(spec),
         destinations=("respond", "extract", "stop_turn", *(() if spec.review else (pause,))),
     )
-    graph.add_node("extract", make_extract(spec, model))
-    graph.add_node(
-        "gate",
-        make_gate(spec),
-        destinations=("act", "respond", "correct", "escalate", *((pause,) if spec.review else ())),
-    )
-    graph.add_node("correct", make_correct(spec, model))
+    after_gate = ("act", "respond", "correct", "escalate", *((pause,) if spec.review else ()))
+    graph.add_node("extract", make_extract(spec, model), destinations=after_gate)
+    graph.add_node("correct", make_correct(spec, model), destinations=after_gate)
     graph.add_node("escalate", make_escalate(spec))
     graph.add_node("stop_turn", make_stop_turn(spec))
 
     graph.add_edge(START, "extract" if spec.extract_first else "respond")
     graph.add_conditional_edges("respond", route_after_respond, ["act", END])
-    graph.add_edge("extract", "gate")
-    graph.add_edge("correct", "gate")
     graph.add_edge("escalate", END)
     graph.add_edge("stop_turn", END)
     if spec.review == "complaint":

@@ -1,4 +1,5 @@
-"""Structured extraction, and its correction after a failed gate (the reference's loop)."""
+"""Structured extraction, and its correction after a failed gate (the reference's loop).
+Both nodes gate what they extracted before deciding where to go (see gating.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
 from agents.context import ShopContext
@@ -17,6 +19,7 @@ from agents.history import dialogue_view
 from agents.prompts import correction_request, extraction_prompt
 from agents.provider import call_model
 from agents.reporting import report
+from agents.specialists.gating import gate
 from agents.specialists.spec import MAX_CORRECTIONS, SpecialistSpec
 from agents.state import SpecialistState
 
@@ -44,7 +47,7 @@ async def _extract(
 def make_extract(spec: SpecialistSpec, model: BaseChatModel) -> Any:
     structured = model.with_structured_output(spec.schema)
 
-    async def extract(state: SpecialistState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
+    async def extract(state: SpecialistState, runtime: Runtime[ShopContext]) -> Command[str]:
         report(runtime, StepChanged(agent=spec.name, step="extracting"))
         messages: list[BaseMessage] = [
             SystemMessage(
@@ -53,7 +56,7 @@ def make_extract(spec: SpecialistSpec, model: BaseChatModel) -> Any:
             *dialogue_view(state["messages"]),
         ]
         found = await _extract(spec, structured, messages, runtime)
-        return {**found, "extraction_attempted": True, "corrections": 0}
+        return gate(spec, state, runtime, {**found, "extraction_attempted": True, "corrections": 0})
 
     return extract
 
@@ -61,7 +64,7 @@ def make_extract(spec: SpecialistSpec, model: BaseChatModel) -> Any:
 def make_correct(spec: SpecialistSpec, model: BaseChatModel) -> Any:
     structured = model.with_structured_output(spec.schema)
 
-    async def correct(state: SpecialistState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
+    async def correct(state: SpecialistState, runtime: Runtime[ShopContext]) -> Command[str]:
         attempt = state.get("corrections", 0) + 1
         error = state.get("gate_error") or "The extraction could not be read."
         report(
@@ -87,6 +90,6 @@ def make_correct(spec: SpecialistSpec, model: BaseChatModel) -> Any:
             HumanMessage(content=instruction),
         ]
         found = await _extract(spec, structured, messages, runtime)
-        return {**found, "corrections": attempt}
+        return gate(spec, state, runtime, {**found, "corrections": attempt})
 
     return correct

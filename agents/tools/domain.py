@@ -1,11 +1,14 @@
 """Shop tools. They run only on gate-validated arguments (see specialists/tool_calls.py).
 
 Each re-checks ownership itself: defence in depth, should a call ever bypass the gates.
+`ToolRuntime[Any, Any]`, not `[ShopContext, ...]`: LangChain builds a pydantic schema from
+the signature, and the context holds objects pydantic cannot describe.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, tool
@@ -15,8 +18,8 @@ from agents.shop_data import Order
 from gates import AUTO_REFUND_LIMIT, normalise_order_id, validate_ownership
 
 
-def _visible_order(order_id: str, runtime: ToolRuntime[ShopContext]) -> Order | None:
-    context = runtime.context
+def _visible_order(order_id: str, runtime: ToolRuntime[Any, Any]) -> Order | None:
+    context: ShopContext = runtime.context
     order = context.shop.get_order(normalise_order_id(order_id))
     if order is None:
         return None
@@ -29,7 +32,7 @@ def _not_found(order_id: str) -> str:
 
 
 @tool
-def lookup_order(order_id: str, runtime: ToolRuntime[ShopContext]) -> str:
+def lookup_order(order_id: str, runtime: ToolRuntime[Any, Any]) -> str:
     """Look up a customer's order by order ID: product, status, amount and delivery date."""
     order = _visible_order(order_id, runtime)
     if order is None:
@@ -43,7 +46,7 @@ def lookup_order(order_id: str, runtime: ToolRuntime[ShopContext]) -> str:
 
 
 @tool
-def check_refund_eligibility(order_id: str, runtime: ToolRuntime[ShopContext]) -> str:
+def check_refund_eligibility(order_id: str, runtime: ToolRuntime[Any, Any]) -> str:
     """Check whether an order can be refunded. Only Delivered orders are eligible."""
     order = _visible_order(order_id, runtime)
     if order is None:
@@ -62,12 +65,12 @@ def check_refund_eligibility(order_id: str, runtime: ToolRuntime[ShopContext]) -
 
 
 @tool
-def process_refund(order_id: str, reason: str, runtime: ToolRuntime[ShopContext]) -> str:
+def process_refund(order_id: str, reason: str, runtime: ToolRuntime[Any, Any]) -> str:
     """Refund a delivered order. A human approves every refund before it runs."""
     order = _visible_order(order_id, runtime)
     if order is None:
         return _not_found(order_id)
-    context = runtime.context
+    context: ShopContext = runtime.context
     outcome = context.shop.record_refund(
         order.order_id, amount=Decimal(order.amount), reason=reason, thread_id=context.thread_id
     )
