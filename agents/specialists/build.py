@@ -26,7 +26,7 @@ from agents.specialists.approvals import (
     make_request_review,
 )
 from agents.specialists.endings import make_escalate, make_stop_turn
-from agents.specialists.extraction import make_correct, make_extract
+from agents.specialists.extraction import Extractor, make_correct, make_extract
 from agents.specialists.spec import SpecialistSpec
 from agents.specialists.tool_calls import make_act
 from agents.state import ShopState, SpecialistState
@@ -37,15 +37,16 @@ def build_specialist(spec: SpecialistSpec, model: BaseChatModel) -> Any:
         SpecialistState, context_schema=ShopContext, input_schema=ShopState, output_schema=ShopState
     )
     pause = "request_review" if spec.review == "complaint" else "request_approval"
+    extractor = Extractor(spec, model)
     graph.add_node("respond", make_respond(spec, model))
     graph.add_node(
         "act",
-        make_act(spec),
+        make_act(spec, extractor),
         destinations=("respond", "extract", "stop_turn", *(() if spec.review else (pause,))),
     )
     after_gate = ("act", "respond", "correct", "escalate", *((pause,) if spec.review else ()))
-    graph.add_node("extract", make_extract(spec, model), destinations=after_gate)
-    graph.add_node("correct", make_correct(spec, model), destinations=after_gate)
+    graph.add_node("extract", make_extract(spec, extractor), destinations=after_gate)
+    graph.add_node("correct", make_correct(spec, extractor), destinations=after_gate)
     graph.add_node("escalate", make_escalate(spec))
     graph.add_node("stop_turn", make_stop_turn(spec))
 

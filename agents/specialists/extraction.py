@@ -1,5 +1,8 @@
 """Structured extraction, and its correction after a failed gate (the reference's loop).
-Both nodes gate what they extracted before deciding where to go (see gating.py)."""
+
+The `extract` and `correct` nodes gate what they extracted before deciding where to go
+(gating.py); `act` extracts inline on the common path, when a tool first needs validated data.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,8 @@ from typing import Any
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.output_parsers.openai_tools import PydanticToolsParser
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
@@ -27,69 +31,74 @@ from agents.state import SpecialistState
 NO_STREAM: RunnableConfig = {"tags": ["nostream"]}
 
 
-async def _extract(
-    spec: SpecialistSpec,
-    model: Any,
-    messages: list[BaseMessage],
-    runtime: Runtime[ShopContext],
-) -> dict[str, Any]:
-    try:
-        result = await call_model(model, messages, runtime, agent=spec.name, config=NO_STREAM)
-    except (OutputParserException, ValidationError) as exc:
-        # The model's output did not fit the schema: a model mistake the gate reports.
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return {"extraction": None, "extraction_error": first_line[:300]}
-    if not isinstance(result, BaseModel):
-        return {"extraction": None, "extraction_error": "the model returned no structured data"}
-    return {"extraction": result.model_dump(), "extraction_error": None}
+def structured_output(model: BaseChatModel, schema: type[BaseModel]) -> Runnable[Any, Any]:
+    """What `with_structured_output(schema)` builds for Mistral (method "function_calling"):
+    the schema as the one tool the model must call, parsed into `schema`. Built here without
+    the LangSmith tracing hint, which re-derives the JSON schema on every call (~1.5 ms)."""
+    bound = model.bind_tools([schema], tool_choice="any")
+    return bound | PydanticToolsParser(tools=[schema], first_tool_only=True)
 
 
-def make_extract(spec: SpecialistSpec, model: BaseChatModel) -> Any:
-    structured = model.with_structured_output(spec.schema)
+class Extractor:
+    """One specialist's extraction calls: the first reading, and a corrected one."""
 
-    async def extract(state: SpecialistState, runtime: Runtime[ShopContext]) -> Command[str]:
-        report(runtime, StepChanged(agent=spec.name, step="extracting"))
-        messages: list[BaseMessage] = [
-            SystemMessage(
-                extraction_prompt(spec.schema.__name__, summary=state.get("summary", ""))
-            ),
-            *dialogue_view(state["messages"]),
-        ]
-        found = await _extract(spec, structured, messages, runtime)
-        return gate(spec, state, runtime, {**found, "extraction_attempted": True, "corrections": 0})
+    def __init__(self, spec: SpecialistSpec, model: BaseChatModel) -> None:
+        self.spec = spec
+        self._structured = structured_output(model, spec.schema)
 
-    return extract
+    def _request(self, state: SpecialistState) -> list[BaseMessage]:
+        prompt = extraction_prompt(self.spec.schema.__name__, summary=state.get("summary", ""))
+        return [SystemMessage(prompt), *dialogue_view(state["messages"])]
 
+    async def first(self, state: SpecialistState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
+        report(runtime, StepChanged(agent=self.spec.name, step="extracting"))
+        found = await self._call(self._request(state), runtime)
+        return {**found, "extraction_attempted": True, "corrections": 0}
 
-def make_correct(spec: SpecialistSpec, model: BaseChatModel) -> Any:
-    structured = model.with_structured_output(spec.schema)
-
-    async def correct(state: SpecialistState, runtime: Runtime[ShopContext]) -> Command[str]:
+    async def again(self, state: SpecialistState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
+        agent = self.spec.name
         attempt = state.get("corrections", 0) + 1
         error = state.get("gate_error") or "The extraction could not be read."
         report(
             runtime,
             StepChanged(
-                agent=spec.name,
-                step="correcting",
-                detail=f"{attempt}/{MAX_CORRECTIONS}",
-                attempt=attempt,
+                agent, "correcting", detail=f"{attempt}/{MAX_CORRECTIONS}", attempt=attempt
             ),
             kind="correction",
-            agent=spec.name,
+            agent=agent,
             detail={"attempt": attempt, "of": MAX_CORRECTIONS, "error": error},
         )
         before, instruction = correction_request(error, state.get("extraction"))
         # The correction lives only in this request, never in the customer's conversation.
-        messages: list[BaseMessage] = [
-            SystemMessage(
-                extraction_prompt(spec.schema.__name__, summary=state.get("summary", ""))
-            ),
-            *dialogue_view(state["messages"]),
-            AIMessage(content=before),
-            HumanMessage(content=instruction),
-        ]
-        found = await _extract(spec, structured, messages, runtime)
-        return gate(spec, state, runtime, {**found, "corrections": attempt})
+        request = [*self._request(state), AIMessage(content=before), HumanMessage(instruction)]
+        return {**await self._call(request, runtime), "corrections": attempt}
+
+    async def _call(
+        self, messages: list[BaseMessage], runtime: Runtime[ShopContext]
+    ) -> dict[str, Any]:
+        try:
+            result = await call_model(
+                self._structured, messages, runtime, agent=self.spec.name, config=NO_STREAM
+            )
+        except (OutputParserException, ValidationError) as exc:
+            # The model's output did not fit the schema: a model mistake the gate reports.
+            text = str(exc).strip()
+            first_line = text.splitlines()[0] if text else type(exc).__name__
+            return {"extraction": None, "extraction_error": first_line[:300]}
+        if not isinstance(result, BaseModel):
+            return {"extraction": None, "extraction_error": "the model returned no structured data"}
+        return {"extraction": result.model_dump(), "extraction_error": None}
+
+
+def make_extract(spec: SpecialistSpec, extractor: Extractor) -> Any:
+    async def extract(state: SpecialistState, runtime: Runtime[ShopContext]) -> Command[str]:
+        return gate(spec, state, runtime, await extractor.first(state, runtime))
+
+    return extract
+
+
+def make_correct(spec: SpecialistSpec, extractor: Extractor) -> Any:
+    async def correct(state: SpecialistState, runtime: Runtime[ShopContext]) -> Command[str]:
+        return gate(spec, state, runtime, await extractor.again(state, runtime))
 
     return correct

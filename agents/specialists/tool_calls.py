@@ -29,6 +29,8 @@ from agents.events import (
 from agents.history import MALFORMED, tool_answer, unanswered_calls
 from agents.reporting import report
 from agents.specialists.approvals import refund_approval_payload
+from agents.specialists.extraction import Extractor
+from agents.specialists.gating import gate
 from agents.specialists.spec import MAX_HANDOFFS_PER_TURN, REPEAT_LIMIT, SpecialistSpec
 from agents.specialists.tool_runner import run_tool, tool_runtime
 from agents.state import SpecialistState
@@ -52,6 +54,8 @@ class _Turn:
         self.seen: list[str] = list(state.get("seen_calls", []))
         self.approval: dict[str, Any] | None = None
         self.checks: list[dict[str, Any]] = list(state.get("gate_checks", []))
+        # What the inline extraction and gate established, carried into this step's update.
+        self.gated: dict[str, Any] = {}
 
     def refuse(self, call: ToolCall, text: str, *, kind: str = "tool_refused") -> None:
         self.answers.append(tool_answer(call, text, error=True))
@@ -68,6 +72,25 @@ class _Turn:
         self.answers.append(
             await run_tool(self.spec.name, tool, call, args, self.state, self.runtime)
         )
+
+    def screen(self, call: ToolCall, tools: dict[str, BaseTool]) -> BaseTool | None:
+        """The tool to run for `call`, or None after refusing a malformed or unknown call."""
+        name = call["name"]
+        if MALFORMED in call["args"]:
+            self.refuse(
+                call,
+                f"The arguments of your {name or 'tool'} call were not valid JSON "
+                f"({call['args'][MALFORMED][:120]}). Call it again with valid arguments.",
+            )
+            return None
+        tool = tools.get(name)
+        if tool is None:
+            self.refuse(call, f"Unknown tool '{name}'. Use only the tools you were given.")
+            return None
+        if problem := _schema_problem(tool, call):
+            self.refuse(call, problem)
+            return None
+        return tool
 
     def stage_refund(self, call: ToolCall, validated: dict[str, Any]) -> None:
         """A `process_refund` call passes the action gate, then waits for a human."""
@@ -99,8 +122,25 @@ class _Turn:
             call, validated, self.checks, self.runtime.context.customer
         )
 
+    async def validate(self, extractor: Extractor) -> Command[str]:
+        """Extract and gate, as the extract node would; on a pass, keep what was gated."""
+        # The gate answers calls still waiting: those answered in this step are not.
+        view: SpecialistState = {**self.state, "messages": [*self.state["messages"], *self.answers]}
+        verdict = gate(self.spec, view, self.runtime, await extractor.first(view, self.runtime))
+        gated = dict(verdict.update or {})
+        answers = gated.pop("messages", [])
+        self.checks = list(gated.get("gate_checks", self.checks))
+        if verdict.goto == "act":
+            self.gated = gated
+            return verdict
+        return Command(
+            goto=verdict.goto,
+            update={**self.update(**gated), "messages": [*self.answers, *answers]},
+        )
+
     def update(self, **extra: Any) -> dict[str, Any]:
         return {
+            **self.gated,
             "messages": self.answers,
             "seen_calls": self.seen,
             "gate_checks": self.checks,
@@ -124,7 +164,7 @@ def _schema_problem(tool: BaseTool, call: ToolCall) -> str | None:
     return None
 
 
-def make_act(spec: SpecialistSpec) -> Any:
+def make_act(spec: SpecialistSpec, extractor: Extractor) -> Any:
     tools = {tool.name: tool for tool in spec.domain_tools}
     handoffs = {tool.name: tool for tool in spec.handoff_tools}
 
@@ -138,21 +178,11 @@ def make_act(spec: SpecialistSpec) -> Any:
             return await _hand_off(turn, handoffs[handoff["name"]], handoff, calls)
 
         validated = state.get("validated")
+        extracted = bool(state.get("extraction_attempted"))
         for call in calls:
             name = call["name"]
-            if MALFORMED in call["args"]:
-                turn.refuse(
-                    call,
-                    f"The arguments of your {name or 'tool'} call were not valid JSON "
-                    f"({call['args'][MALFORMED][:120]}). Call it again with valid arguments.",
-                )
-                continue
-            tool = tools.get(name)
+            tool = turn.screen(call, tools)
             if tool is None:
-                turn.refuse(call, f"Unknown tool '{name}'. Use only the tools you were given.")
-                continue
-            if problem := _schema_problem(tool, call):
-                turn.refuse(call, problem)
                 continue
             signature = call_signature(call)
             repeats = turn.seen.count(signature)
@@ -160,13 +190,14 @@ def make_act(spec: SpecialistSpec) -> Any:
                 detail = f"{name} called {repeats + 1} times with the same arguments"
                 stop = {"limit": "repeated_tool_call", "detail": detail}
                 return Command(goto="stop_turn", update=turn.update(stop=stop))
-            if (
-                name in ORDER_BOUND_TOOLS
-                and validated is None
-                and not state.get("extraction_attempted")
-            ):
-                # Nothing validated yet this turn: extract and gate first; act resumes after.
-                return Command(goto="extract", update=turn.update())
+            if name in ORDER_BOUND_TOOLS and validated is None and not extracted:
+                # Nothing validated yet this turn: extract and gate it now. A pass carries on
+                # right here; a correction, a question or an escalation leaves this node.
+                extracted = True
+                verdict = await turn.validate(extractor)
+                if verdict.goto != "act":
+                    return verdict
+                validated = turn.gated["validated"]
             turn.seen.append(signature)
             if repeats:
                 turn.refuse(
