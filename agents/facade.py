@@ -13,7 +13,7 @@ from typing import Any
 
 import aiosqlite
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
@@ -175,8 +175,8 @@ class ShopBotEngine:
             raise InputError(str(exc)) from exc
         customer = self._customer_for(thread_id, customer)
         async with self._turn(thread_id):
-            before = await self._snapshot(thread_id)
-            if pending := _pending_in(thread_id, before):
+            agent, pending = await self._where_it_stands(thread_id)
+            if pending is not None:
                 what = pending.kind.replace("_", " ")
                 raise InputError(
                     f"Thread {thread_id} is waiting for a decision ({what}: "
@@ -184,13 +184,13 @@ class ShopBotEngine:
                     f"`shopbot resume {thread_id} {pending.options[0]}`; nothing was sent."
                 )
             self.threads.ensure(thread_id, customer=customer)
-            self.threads.update(thread_id, title=message, count_turn=True)
+            self.threads.update(thread_id, title=message, count_turn=True, status="answering")
             self.threads.append_line(thread_id, "customer", message)
             self._recorder.append(
                 "turn_started", thread_id=thread_id, detail={"chars": len(message)}
             )
             graph_input = {"messages": [HumanMessage(content=message)], "handoffs": 0}
-            async for event in self._drive(graph_input, thread_id, customer, _active_in(before)):
+            async for event in self._drive(graph_input, thread_id, customer, agent):
                 yield event
 
     async def resume(self, thread_id: str, decision: str) -> AsyncIterator[EngineEvent]:
@@ -211,6 +211,7 @@ class ShopBotEngine:
                     f"{decision.strip()!r} is not an option for this {what}; "
                     f"choose one of: {', '.join(pending.options)}."
                 )
+            self.threads.update(thread_id, status="answering")
             decided = ApprovalDecided(kind=pending.kind, decision=choice)
             self._note(thread_id, decided)
             yield decided
@@ -229,6 +230,19 @@ class ShopBotEngine:
 
     def _config(self, thread_id: str) -> dict[str, Any]:
         return {"configurable": {"thread_id": thread_id}, "recursion_limit": RECURSION_LIMIT}
+
+    async def _where_it_stands(self, thread_id: str) -> tuple[str, ApprovalRequest | None]:
+        """The thread's active agent and pending decision, before a new message.
+
+        A thread the registry shows idle has nothing pending (every turn that pauses records
+        it, see `_finish`), and reading the stored state costs milliseconds per turn; any
+        other thread (new, awaiting a decision, after an error) is read from the checkpoint.
+        """
+        info = self.threads.get(thread_id)
+        if info is not None and info.status == "idle" and info.turns > 0:
+            return info.active_agent, None
+        state = await self._snapshot(thread_id)
+        return _active_in(state), _pending_in(thread_id, state)
 
     async def _snapshot(self, thread_id: str) -> Any:
         return await self.graph.aget_state(self._config(thread_id))
@@ -280,11 +294,11 @@ class ShopBotEngine:
         # The approval nodes announce a pause just before they call interrupt().
         paused = False
         try:
-            async for namespace, mode, data in self.graph.astream(
+            async for _namespace, data in self.graph.astream(
                 graph_input,
                 config,
                 context=context,
-                stream_mode=["messages", "custom"],
+                stream_mode="custom",
                 subgraphs=True,
                 # Checkpoint when the run stops (done, interrupted or failed), not after every
                 # step: it halves a turn's cost and its disk growth. A crash mid-turn loses only
@@ -292,10 +306,8 @@ class ShopBotEngine:
                 # message, and the refund ledger makes a replayed approval pay nothing twice.
                 durability="exit",
             ):
-                if mode == "messages":
-                    chunk, _ = data
-                    if isinstance(chunk, AIMessageChunk) and (piece := chunk.text):
-                        yield TokenDelta(agent=_agent_of(namespace, agent), text=piece)
+                if isinstance(data, TokenDelta):
+                    yield data
                     continue
                 if isinstance(data, AgentChanged):
                     agent = data.agent
@@ -399,11 +411,6 @@ def _pending_in(thread_id: str, state: Any) -> ApprovalRequest | None:
 
 def _active_in(state: Any) -> str:
     return str(state.values.get("active_agent") or DEFAULT_AGENT)
-
-
-def _agent_of(namespace: tuple[str, ...], fallback: str) -> str:
-    """The specialist a streamed token comes from: the first namespace segment names it."""
-    return namespace[0].split(":", 1)[0] if namespace else fallback
 
 
 async def _outcome(events: AsyncIterator[EngineEvent]) -> TurnResult:

@@ -16,7 +16,6 @@ from agents.history import text_of
 from agents.provider import call_model
 from agents.reporting import report
 from agents.specialists.build import build_specialist
-from agents.specialists.extraction import NO_STREAM
 from agents.specialists.roster import SPECIALISTS
 from agents.state import ShopState
 from agents.summary import removals, summary_cut, summary_request
@@ -35,7 +34,7 @@ def make_summarise(model: BaseChatModel) -> Any:
             "category": state.get("ticket_category", ""),
         }
         request = summary_request(messages[:cut], state.get("summary", ""), facts)
-        reply = await call_model(model, request, runtime, agent=agent, config=NO_STREAM)
+        reply = await call_model(model, request, runtime, agent=agent)
         summary = text_of(reply).strip()
         report(
             runtime,

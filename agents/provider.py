@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
@@ -83,6 +83,22 @@ def _is_provider_failure(exc: BaseException) -> bool:
     return isinstance(exc, httpx.HTTPError)
 
 
+async def _stream_reply(
+    model: Runnable[Any, Any],
+    messages: list[BaseMessage],
+    config: RunnableConfig | None,
+    on_text: Callable[[str], None],
+) -> AIMessageChunk:
+    """The model's reply streamed: text handed to `on_text` as it arrives, chunks summed."""
+    reply: AIMessageChunk | None = None
+    async for chunk in model.astream(messages, config):
+        if isinstance(chunk, AIMessageChunk):
+            if piece := chunk.text:
+                on_text(piece)
+            reply = chunk if reply is None else reply + chunk
+    return reply if reply is not None else AIMessageChunk(content="")
+
+
 async def call_model(
     model: Runnable[Any, Any],
     messages: Sequence[BaseMessage],
@@ -90,16 +106,21 @@ async def call_model(
     *,
     agent: str,
     config: RunnableConfig | None = None,
+    on_text: Callable[[str], None] | None = None,
 ) -> Any:
     """`model.ainvoke(messages)` with bounded, Retry-After-aware retries of transient failures.
 
     Raises `ProviderUnavailable` (after a `provider_error` audit event) when the provider is
     down; anything else the model raises (a parsing error, a hand-off) propagates unchanged.
+    With `on_text`, the reply is streamed and its text handed over as it arrives (after a
+    retry the fronts are told, with `Retrying`, to drop what they had shown).
     """
     budget = runtime.context.retry
     for attempt in range(1, budget.attempts + 1):
         try:
-            return await model.ainvoke(list(messages), config)
+            if on_text is None:
+                return await model.ainvoke(list(messages), config)
+            return await _stream_reply(model, list(messages), config, on_text)
         except GraphBubbleUp:
             raise
         except Exception as exc:

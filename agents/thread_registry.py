@@ -25,8 +25,10 @@ from agents.sqlite_store import (
 
 THREAD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 _THREAD_ID = re.compile(THREAD_ID_PATTERN)
-ThreadStatus = Literal["idle", "awaiting_approval", "error"]
-THREAD_STATUSES: tuple[ThreadStatus, ...] = ("idle", "awaiting_approval", "error")
+# "answering" from a message until its turn is recorded: a thread left so by a crash is read
+# back from its checkpoint, never assumed idle.
+ThreadStatus = Literal["idle", "answering", "awaiting_approval", "error"]
+THREAD_STATUSES: tuple[ThreadStatus, ...] = ("idle", "answering", "awaiting_approval", "error")
 Role = Literal["customer", "assistant", "note"]
 ROLES: tuple[Role, ...] = ("customer", "assistant", "note")
 TITLE_LENGTH = 60
@@ -40,7 +42,7 @@ _SCHEMA = (
         created_at TEXT NOT NULL,
         updated_at TEXT NOT NULL,
         active_agent TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('idle', 'awaiting_approval', 'error')),
+        status TEXT NOT NULL CHECK (status IN ('idle', 'answering', 'awaiting_approval', 'error')),
         turns INTEGER NOT NULL DEFAULT 0,
         touched INTEGER NOT NULL DEFAULT 0
     )""",

@@ -313,3 +313,16 @@ async def test_a_thread_busy_in_another_process_is_refused_until_it_is_free(
             ("busy", socket.gethostname(), gone, "crashed", 1e12),
         )
         assert (await say(engine, "busy", "And ORD-004?", "Alex")).result.status == "done"
+
+
+async def test_a_turn_cut_short_by_a_crash_never_drops_the_pending_decision(tmp_path: Path) -> None:
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "cr", "I want a refund for ORD-005, the speaker crackles", "Sam")
+        # As if the process died after the interrupt was saved but before the turn was recorded.
+        engine.threads.update("cr", status="answering")
+    async with open_engine(tmp_path) as reopened:
+        with pytest.raises(InputError, match="waiting for a decision"):
+            await say(reopened, "cr", "Hello? Is anyone there?", "Sam")
+        assert await reopened.pending_approval("cr") is not None
+        assert (await decide(reopened, "cr", "approve")).result.status == "done"
+        assert reopened.thread("cr").status == "idle"  # type: ignore[union-attr]

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.messages import AIMessage, SystemMessage, message_chunk_to_message
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from agents.context import ShopContext
-from agents.events import ReplyDone, StepChanged
+from agents.events import ReplyDone, StepChanged, TokenDelta
 from agents.history import storable_reply, text_of
 from agents.prompts import specialist_prompt
 from agents.provider import call_model
@@ -37,9 +37,16 @@ def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
             validated=state.get("validated"),
             guidance=guidance,
         )
-        reply = await call_model(
-            answering_model, [SystemMessage(system), *state["messages"]], runtime, agent=spec.name
+        # Streamed through the custom stream (not LangGraph's "messages" mode, which hooks
+        # every runnable of the graph to find the few tokens a customer should see).
+        streamed = await call_model(
+            answering_model,
+            [SystemMessage(system), *state["messages"]],
+            runtime,
+            agent=spec.name,
+            on_text=lambda piece: runtime.stream_writer(TokenDelta(spec.name, piece)),
         )
+        reply = message_chunk_to_message(streamed)
         assert isinstance(reply, AIMessage)
         reply = storable_reply(reply)
         if not reply.tool_calls:

@@ -12,7 +12,7 @@ from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.output_parsers.openai_tools import PydanticToolsParser
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
@@ -26,9 +26,6 @@ from agents.reporting import report
 from agents.specialists.gating import gate
 from agents.specialists.spec import MAX_CORRECTIONS, SpecialistSpec
 from agents.state import SpecialistState
-
-# Extraction output is data, not a reply: its tokens never stream to the customer's screen.
-NO_STREAM: RunnableConfig = {"tags": ["nostream"]}
 
 
 def structured_output(model: BaseChatModel, schema: type[BaseModel]) -> Runnable[Any, Any]:
@@ -77,9 +74,7 @@ class Extractor:
         self, messages: list[BaseMessage], runtime: Runtime[ShopContext]
     ) -> dict[str, Any]:
         try:
-            result = await call_model(
-                self._structured, messages, runtime, agent=self.spec.name, config=NO_STREAM
-            )
+            result = await call_model(self._structured, messages, runtime, agent=self.spec.name)
         except (OutputParserException, ValidationError) as exc:
             # The model's output did not fit the schema: a model mistake the gate reports.
             text = str(exc).strip()

@@ -23,6 +23,7 @@ from agents.thread_registry import ThreadInfo
 from shopbot_tui.ids import new_thread_id
 
 STATUS_MARKS: dict[str, tuple[str, str]] = {
+    "answering": ("…", "italic"),
     "awaiting_approval": ("●", "bold yellow"),
     "error": ("✗", "bold red"),
     "idle": ("", ""),
