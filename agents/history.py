@@ -48,6 +48,32 @@ def dialogue_view(
     return view
 
 
+HANDOFF_PREFIX = "transfer_to_"
+
+
+def without_handoffs(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The conversation as a specialist's model reads it: hand-off calls and their answers
+    left out (they are routing, not conversation, and cost tokens on every later call).
+
+    Only assistant messages made of hand-offs alone are dropped, with their tool answers, so
+    what remains still pairs every call with its answer.
+    """
+    dropped: set[str] = set()
+    kept: list[AnyMessage] = []
+    for message in messages:
+        if (
+            isinstance(message, AIMessage)
+            and message.tool_calls
+            and all(c["name"].startswith(HANDOFF_PREFIX) for c in message.tool_calls)
+        ):
+            dropped.update(c["id"] or "" for c in message.tool_calls)
+            continue
+        if isinstance(message, ToolMessage) and message.tool_call_id in dropped:
+            continue
+        kept.append(message)
+    return kept
+
+
 def last_ai_message(messages: Sequence[AnyMessage]) -> AIMessage | None:
     for message in reversed(messages):
         if isinstance(message, AIMessage):

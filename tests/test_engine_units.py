@@ -157,3 +157,33 @@ def test_visible_turns_control_characters_into_signs() -> None:
         clean_message(" \n\t ")
     with pytest.raises(MessageRejected, match="too long"):
         clean_message("x" * (MAX_MESSAGE_CHARS + 1))
+
+
+def test_handoffs_are_left_out_of_what_the_next_model_reads() -> None:
+    from agents.history import without_handoffs
+
+    messages = [
+        HumanMessage(content="refund ORD-001 please"),
+        AIMessage(
+            content="", tool_calls=[{"name": "transfer_to_refund_agent", "args": {}, "id": "h"}]
+        ),
+        ToolMessage(content="The conversation is now with the Refund agent.", tool_call_id="h"),
+        AIMessage(
+            content="",
+            tool_calls=[
+                {"name": "lookup_order", "args": {}, "id": "a"},
+                {"name": "transfer_to_order_agent", "args": {}, "id": "b"},
+            ],
+        ),
+        ToolMessage(content="Not executed", tool_call_id="a"),
+        ToolMessage(content="moved", tool_call_id="b"),
+    ]
+    view = without_handoffs(messages)
+    # The pure hand-off goes; a mixed message stays whole with all its answers.
+    assert [type(m).__name__ for m in view] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "ToolMessage",
+    ]
+    assert view[1].tool_calls[1]["name"] == "transfer_to_order_agent"

@@ -32,6 +32,10 @@ _LOOKUP = re.compile(
     r"Amount: (?P<amount>\$[\d.,]+) \| Delivery: (?P<delivery>[^|]+)(?:\| Refunded: (?P<ref>\S+))?"
 )
 _VALIDATED_INSTEAD = re.compile(r"the order validated in this turn is (ORD-\d{3})")
+_ASKS_ELIGIBILITY = re.compile(
+    r"\b(eligible|can i (return|get a refund)|could i (return|get a refund)|is it refundable)\b",
+    re.IGNORECASE,
+)
 _STATUS_WORDS = re.compile(r"\b(status|where|deliver\w*|arriv\w*|track\w*|ship\w*)\b", re.I)
 
 ASK_ORDER_ID = "Could you tell me your order number? It looks like ORD-001."
@@ -124,9 +128,8 @@ class OfflineDemoModel(LocalChatModel):
         return self._on_customer(agent, said, _system_text(messages))
 
     def _transfer(self, target: str, reason: str) -> AIMessage:
-        return AIMessage(
-            content="", tool_calls=[self.tool_call(f"transfer_to_{target}", {"reason": reason})]
-        )
+        del reason  # the transfer tools take no arguments; the reason documents the rule
+        return AIMessage(content="", tool_calls=[self.tool_call(f"transfer_to_{target}", {})])
 
     def _call(self, name: str, **args: Any) -> AIMessage:
         return AIMessage(content="", tool_calls=[self.tool_call(name, args)])
@@ -140,13 +143,8 @@ class OfflineDemoModel(LocalChatModel):
         if intent == "complaint" and agent != "complaints_agent":
             return self._transfer("complaints_agent", "The customer has a complaint.")
         wants_status = intent == "order" and bool(_STATUS_WORDS.search(latest))
-        if agent == "refund_agent":
-            if wants_status:
-                return self._transfer("order_agent", "The customer asks about an order's status.")
-            if intent in ("refund", "order", "other") and order_id:
-                return self._call("check_refund_eligibility", order_id=order_id)
-            if intent in ("refund", "other"):
-                return AIMessage(content=f"I can help with that refund. {ASK_ORDER_ID}")
+        if agent == "refund_agent" and (step := self._refund_step(intent, said, wants_status)):
+            return step
         if agent == "complaints_agent":
             if intent == "order" and wants_status:
                 return self._transfer("order_agent", "The customer asks about an order.")
@@ -169,6 +167,21 @@ class OfflineDemoModel(LocalChatModel):
         if intent == "thanks":
             return AIMessage(content="You're welcome! Is there anything else I can help with?")
         return AIMessage(content=HELP)
+
+    def _refund_step(self, intent: str, said: list[str], wants_status: bool) -> AIMessage | None:
+        """What the refund agent does with the customer's latest message, if it is its job."""
+        latest, order_id = said[-1] if said else "", _latest_order_id(said)
+        if wants_status:
+            return self._transfer("order_agent", "The customer asks about an order's status.")
+        if intent in ("refund", "order", "other") and order_id:
+            if _ASKS_ELIGIBILITY.search(latest):
+                return self._call("check_refund_eligibility", order_id=order_id)
+            # As the prompt says: ask for the refund; the shop checks it, a human approves.
+            reason = next((r for r in map(refund_reason, reversed(said)) if r), "")
+            return self._call("process_refund", order_id=order_id, reason=reason)
+        if intent in ("refund", "other"):
+            return AIMessage(content=f"I can help with that refund. {ASK_ORDER_ID}")
+        return None
 
     def _empathy(self, system: str) -> str:
         if "Note from the shop's rules:" in system:

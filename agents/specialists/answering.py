@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 
 from agents.context import ShopContext
 from agents.events import ReplyDone, StepChanged, TokenDelta
-from agents.history import storable_reply, text_of
+from agents.history import storable_reply, text_of, without_handoffs
 from agents.prompts import specialist_prompt
 from agents.provider import call_model
 from agents.reporting import report
@@ -41,7 +41,7 @@ def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
         # every runnable of the graph to find the few tokens a customer should see).
         streamed = await call_model(
             answering_model,
-            [SystemMessage(system), *state["messages"]],
+            [SystemMessage(system), *without_handoffs(state["messages"])],
             runtime,
             agent=spec.name,
             on_text=lambda piece: runtime.stream_writer(TokenDelta(spec.name, piece)),

@@ -249,11 +249,12 @@ async def _hand_off(
         return Command(
             goto="stop_turn", update=turn.update(stop={"limit": "handoff_cap", "detail": detail})
         )
+    # The transfer tools take no arguments; a model that explains itself anyway is recorded.
     reason = str(call["args"].get("reason", ""))
     report(runtime, StepChanged(agent=spec.name, step="handing_off", detail=target))
     # The hand-off tool reads the messages from its runtime state: give it the answers too.
     with_answers: SpecialistState = {**state, "messages": [*state["messages"], *turn.answers]}
-    injected = {"reason": reason, "runtime": tool_runtime(with_answers, runtime, call)}
+    injected = {"runtime": tool_runtime(with_answers, runtime, call)}
     command = await tool.ainvoke(
         {"type": "tool_call", "name": tool.name, "args": injected, "id": call["id"]}
     )

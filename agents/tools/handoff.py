@@ -20,9 +20,10 @@ def handoff_tool_name(target: str) -> str:
 def make_handoff_tool(target: str) -> BaseTool:
     """A `transfer_to_<target>` tool returning `Command(goto=target, graph=Command.PARENT)`."""
 
+    # No parameters: each one would cost prompt tokens on every answering call.
     @tool(handoff_tool_name(target), description=handoff_description(target))
-    def transfer(runtime: ToolRuntime[Any, Any], reason: str = "") -> Command[str]:
-        """Hand the conversation over. `reason`: one short sentence for the colleague."""
+    def transfer(runtime: ToolRuntime[Any, Any]) -> Command[str]:
+        """Hand the conversation over to another specialist."""
         answer = ToolMessage(
             content=f"The conversation is now with the {AGENT_TITLES[target]}.",
             tool_call_id=runtime.tool_call_id or "",
