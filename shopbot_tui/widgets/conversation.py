@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from markdown_it import MarkdownIt
 from rich.markdown import Markdown as RichMarkdown
+from rich.style import Style
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
+from textual.geometry import Size
+from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
@@ -26,12 +30,13 @@ class CustomerMessage(Static):
         self.border_title = Content(visible(customer) if customer else "Customer")
 
 
-# Textual lays out every block of a Markdown widget on each frame, so a reply streamed into
-# one widget slows down as it grows (a 4,000-token reply fell to a frame a second). Past
-# FREEZE_AFTER_BLOCKS blocks, all but the last KEEP_LIVE_BLOCKS are rendered once into a
-# single widget and the live Markdown starts again from there: layout stays small.
-FREEZE_AFTER_BLOCKS = 12
-KEEP_LIVE_BLOCKS = 2
+# Textual lays out every widget of the screen whenever the reply being written grows, and a
+# Markdown widget is many nested widgets (a list item is four), so layout time grows with the
+# conversation: a 4,000-token reply fell to a frame a second. So only the newest blocks of
+# the reply being written live in a Markdown widget (fed by a MarkdownStream); older blocks,
+# and every finished reply, are rendered once into a single widget each.
+FREEZE_AFTER_BLOCKS = 4
+KEEP_LIVE_BLOCKS = 1
 
 
 def block_starts(source: str) -> list[int]:
@@ -42,6 +47,8 @@ def block_starts(source: str) -> list[int]:
 
 def split_frozen(source: str, keep: int) -> tuple[str, str]:
     """(`source` up to its last `keep` blocks, the rest); the two join back to `source`."""
+    if keep <= 0:
+        return source, ""
     starts = block_starts(source)
     if len(starts) <= keep:
         return "", source
@@ -50,16 +57,47 @@ def split_frozen(source: str, keep: int) -> tuple[str, str]:
     return "".join(lines[:cut]), "".join(lines[cut:])
 
 
-class FrozenMarkdown(Static):
-    """Finished blocks of a long reply, rendered once into one widget (Rich's Markdown)."""
+class FrozenMarkdown(Widget):
+    """Markdown that will not change again, rendered once per width into lines it keeps.
+
+    Rich's Markdown renders it: it keeps the text as text, so nothing a model writes is read
+    as console markup. A `Static` would render the whole document again each time the chat
+    scrolls under it (every streamed line, with the view anchored); these lines are kept
+    until the width or the theme changes.
+    """
+
+    DEFAULT_CSS = "FrozenMarkdown { height: auto; }"
 
     def __init__(self, source: str) -> None:
-        super().__init__(RichMarkdown(source, hyperlinks=False))
+        super().__init__()
         self.source = source
+        self._lines: list[Strip] = []
+        self._key: tuple[int, Style] | None = None
+
+    def _lines_at(self, width: int) -> list[Strip]:
+        base = self.rich_style
+        if self._key != (width, base):
+            console = self.app.console
+            rendered = console.render_lines(
+                RichMarkdown(self.source, hyperlinks=False),
+                console.options.update_width(max(1, width)),
+                style=base,
+                pad=True,
+            )
+            self._lines = [Strip(line, width) for line in rendered]
+            self._key = (width, base)
+        return self._lines
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._lines_at(width))
+
+    def render_line(self, y: int) -> Strip:
+        lines = self._lines_at(self.size.width)
+        return lines[y] if y < len(lines) else Strip.blank(self.size.width, self.rich_style)
 
 
 class LiveMarkdown(Markdown):
-    """The part of a reply still being written (or all of a short one)."""
+    """The newest blocks of the reply being written."""
 
     def __init__(self, markdown: str = "") -> None:
         # Links from a model are not opened on click: ChatScreen copies them instead.
@@ -74,39 +112,44 @@ class AssistantReply(Vertical):
         self.agent = agent
         self.complete = complete
         self._initial = visible(markdown)
-        self.live = LiveMarkdown()
+        self.live: LiveMarkdown | None = None
         self._show_title()
 
     def compose(self) -> ComposeResult:
-        frozen, rest = "", self._initial
-        while len(block_starts(rest)) > FREEZE_AFTER_BLOCKS:
-            head, rest = split_frozen(rest, len(block_starts(rest)) - FREEZE_AFTER_BLOCKS)
-            frozen += head
-            yield FrozenMarkdown(head)
-        self.live = LiveMarkdown(rest)
-        yield self.live
+        if self._initial or self.complete:
+            yield FrozenMarkdown(self._initial)
+        if not self.complete:
+            self.live = LiveMarkdown()
+            yield self.live
 
     @property
     def source(self) -> str:
         frozen = "".join(part.source for part in self.query_children(FrozenMarkdown))
-        return frozen + self.live.source
+        return frozen + (self.live.source if self.live is not None else "")
 
-    async def freeze(self) -> bool:
-        """Move all but the last blocks of the live Markdown into a frozen widget."""
-        frozen, rest = split_frozen(self.live.source, KEEP_LIVE_BLOCKS)
-        if not frozen:
-            return False
-        await self.mount(FrozenMarkdown(frozen), before=self.live)
-        await self.live.update(rest)
-        return True
+    async def freeze(self, *, keep: int = KEEP_LIVE_BLOCKS) -> None:
+        """Move all but the last `keep` blocks of the live Markdown into a frozen widget."""
+        if self.live is None:
+            return
+        frozen, rest = split_frozen(self.live.source, keep)
+        if frozen:
+            await self.mount(FrozenMarkdown(frozen), before=self.live)
+        if keep:
+            await self.live.update(rest)
+        else:
+            live, self.live = self.live, None
+            await live.remove()
 
     async def replace(self, markdown: str) -> None:
         """Show `markdown` instead of what was streamed."""
         self._initial = visible(markdown)
+        self.live = None
         await self.recompose()
 
-    def mark_complete(self) -> None:
-        # A title, not a CSS class: a class change restyles every block of a long reply.
+    async def mark_complete(self) -> None:
+        """Done: the last live blocks join the rest as rendered text."""
+        await self.freeze(keep=0)
+        # A title, not a CSS class: a class change restyles every block of the reply.
         self.complete = True
         self._show_title()
 
@@ -131,8 +174,8 @@ class ChatLog(VerticalScroll):
 
 class ReplyWriter:
     """Streams one reply into the chat log through a `MarkdownStream`, never re-rendering
-    what is already shown (a long reply moves to a new stream each time older blocks are
-    frozen); `finish` replaces the text only if the final one differs."""
+    what is already shown (each time older blocks are frozen, the stream starts again on the
+    remaining live block); `finish` replaces the text only if the final one differs."""
 
     def __init__(self, log: ChatLog, agent: str) -> None:
         self.log = log
@@ -144,14 +187,15 @@ class ReplyWriter:
         if self.widget is None:
             self.widget = AssistantReply(self.agent, complete=False)
             await self.log.mount(self.widget)
-            self._stream = Markdown.get_stream(self.widget.live)
-        if self._stream is None:
+        live = self.widget.live
+        if live is None:
             return
+        if self._stream is None:
+            self._stream = Markdown.get_stream(live)
         await self._stream.write(visible(text))
-        if len(self.widget.live.children) > FREEZE_AFTER_BLOCKS:
-            await self._stream.stop()
+        if len(live.children) > FREEZE_AFTER_BLOCKS:
+            await self.stop()
             await self.widget.freeze()
-            self._stream = Markdown.get_stream(self.widget.live)
 
     async def stop(self) -> None:
         """No more tokens: let the stream write out what it holds."""
@@ -167,9 +211,9 @@ class ReplyWriter:
             self.widget = AssistantReply(self.agent, final)
             await self.log.mount(self.widget)
         elif self.widget.source != final:
-            # Normally the streamed text is already exact: rebuilding a long reply is slow.
+            # Normally the streamed text is already exact.
             await self.widget.replace(final)
-        self.widget.mark_complete()
+        await self.widget.mark_complete()
 
     async def discard(self) -> None:
         await self.stop()
