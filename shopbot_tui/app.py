@@ -78,7 +78,8 @@ class ShopBotApp(App[int]):
                 severity="error",
                 markup=False,
             )
-        self._load_engine()
+        # After the first frame: the import thread would otherwise compete with it for the GIL.
+        self.call_after_refresh(self._load_engine)
 
     @work(exclusive=True, exit_on_error=False, group="engine")
     async def _load_engine(self) -> None:

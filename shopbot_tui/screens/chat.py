@@ -41,8 +41,6 @@ from shopbot_tui.messages import (
     TurnProblem,
     TurnRefused,
 )
-from shopbot_tui.screens.approval import ApprovalScreen
-from shopbot_tui.screens.threads import ThreadChoice, ThreadsScreen
 from shopbot_tui.turn_stream import drive_turn
 from shopbot_tui.widgets.conversation import (
     AssistantReply,
@@ -453,6 +451,8 @@ class ChatScreen(Screen[None]):
 
         # After this screen's next refresh: what led to the question is painted behind it
         # (a screen under a modal is not laid out again).
+        from shopbot_tui.screens.approval import ApprovalScreen  # not needed for first paint
+
         self.call_after_refresh(self.app.push_screen, ApprovalScreen(request), decided)
 
     # --- helpers -------------------------------------------------------------------------
@@ -504,6 +504,8 @@ class ChatScreen(Screen[None]):
     def action_threads(self) -> None:
         if self.engine is None:
             return
+
+        from shopbot_tui.screens.threads import ThreadChoice, ThreadsScreen  # as above
 
         async def chosen(choice: ThreadChoice | None) -> None:
             if choice is not None and choice.thread_id != self.thread_id:

