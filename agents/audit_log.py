@@ -24,6 +24,7 @@ from agents.sqlite_store import (
     storable_text,
     utc_timestamp,
 )
+from agents.text_safety import visible
 
 AUDIT_KINDS: frozenset[str] = frozenset(
     {
@@ -119,8 +120,8 @@ class AuditEvent:
             f"{key}={value if isinstance(value, str) else _dumps(value)}"
             for key, value in self.detail.items()
         ]
-        line = " ".join(" ".join(parts).split())
-        line = "".join(ch for ch in line if ch.isprintable())
+        # Control characters become visible signs (ESC -> ␛), as everywhere on screen.
+        line = visible(" ".join(" ".join(parts).split()))
         return line if len(line) <= width else line[: max(width - 1, 0)] + "…"
 
 
