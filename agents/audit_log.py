@@ -185,6 +185,9 @@ class AuditLog(SqliteStore):
         assert cursor.lastrowid is not None
         return AuditEvent(cursor.lastrowid, ts, thread_id, agent, kind, clean)
 
+    def flush(self) -> None:
+        """Nothing to wait for: `append` stores before it returns (see AuditWriter)."""
+
     def append_many(self, events: Iterable[Mapping[str, Any]], *, batch: int = 2_000) -> int:
         """Bulk `append`: mappings with kind/thread_id/agent/detail (and `ts`, when the event
         happened before it is stored, as with `AuditWriter`)."""

@@ -37,6 +37,9 @@ class AuditSink(Protocol):
         detail: Mapping[str, Any] | None = None,
     ) -> object: ...
 
+    def flush(self) -> None:
+        """Return once everything appended so far is stored."""
+
 
 class AuditWriter:
     def __init__(self, audit: AuditLog) -> None:

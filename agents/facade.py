@@ -245,7 +245,8 @@ class ShopBotEngine:
         return _active_in(state), _pending_in(thread_id, state)
 
     async def _snapshot(self, thread_id: str) -> Any:
-        return await self.graph.aget_state(self._config(thread_id))
+        # With the specialists' own states: an interrupt their state has moved past is stale.
+        return await self.graph.aget_state(self._config(thread_id), subgraphs=True)
 
     @asynccontextmanager
     async def _turn(self, thread_id: str) -> AsyncIterator[None]:
@@ -396,8 +397,20 @@ class ShopBotEngine:
             self.threads.append_line(thread_id, "note", line)
 
 
+def _live_interrupts(state: Any) -> list[Any]:
+    """Interrupts still waiting for an answer. When a run resumed past an interrupt and then
+    failed (the provider went down while the refund agent wrote its reply), the parent still
+    lists the old interrupt; the specialist's own state shows it was answered."""
+    live = []
+    for task in state.tasks:
+        sub = task.state
+        if task.interrupts and (sub is None or not hasattr(sub, "interrupts") or sub.interrupts):
+            live.extend(task.interrupts)
+    return live
+
+
 def _pending_in(thread_id: str, state: Any) -> ApprovalRequest | None:
-    for pending in state.interrupts:
+    for pending in _live_interrupts(state):
         value = pending.value
         if isinstance(value, dict) and "options" in value:
             return ApprovalRequest(

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from agents.events import LimitReached
+from agents.facade import InputError
 from agents.replies import LIMIT_REACHED
 from agents.specialists.answering import EMPTY_REPLY_FALLBACK
 from tests.engine_support import (
@@ -142,9 +145,9 @@ async def test_two_handoffs_in_one_message_apply_the_first(tmp_path: Path) -> No
     )
     async with open_engine(tmp_path, model=model) as engine:
         turn = await say(engine, "two", "My parcel arrived opened and damaged", "Alex")
-        assert turn.result.active_agent == "complaints_agent"
+        assert turn.result.active_agent == "order_agent"  # the complaint was handled
         handoffs = [e.detail["to"] for e in audit_of(engine, "two") if e.kind == "handoff"]
-        assert handoffs == ["complaints_agent"]
+        assert handoffs == ["complaints_agent", "order_agent"]
         assert_mistral_valid(await history(engine, "two"))
 
 
@@ -232,3 +235,52 @@ async def test_second_refund_of_an_order_is_refused_with_the_reference(tmp_path:
         failed = [e.detail["codes"] for e in audit_of(engine, "dup") if e.kind == "gate_failed"]
         assert failed == [["refund_action.already_refunded"]]
         assert first.reference in str(model.requests[-1].messages[-1].content)
+
+
+REFUND_REASON = "it arrived with a cracked housing"
+
+
+def refund_script() -> list[AIMessage]:
+    return [
+        call("transfer_to_refund_agent"),
+        call("process_refund", order_id="ORD-001", reason=REFUND_REASON),
+        extract("RefundExtraction", order_id="ORD-001", reason=REFUND_REASON),
+    ]
+
+
+async def test_provider_failure_after_an_approval_leaves_no_stale_decision(tmp_path: Path) -> None:
+    model = ScriptedChatModel().script(*refund_script(), *[httpx.ConnectError("down")] * 4)
+    async with open_engine(tmp_path, model=model) as engine:
+        await say(engine, "st", f"Refund ORD-001, {REFUND_REASON}", "Alex")
+        done = await decide(engine, "st", "approve")
+        # The refund was paid; writing the reply failed. That is an error, not a new pause.
+        assert engine.shop.refund_for("ORD-001") is not None
+        assert done.result.status == "error"
+        assert done.result.pending is None
+        assert await engine.pending_approval("st") is None
+        with pytest.raises(InputError, match="no decision pending"):
+            await decide(engine, "st", "reject")
+        model.script(says("Your refund has been processed."))
+        again = await say(engine, "st", "Did it work?", "Alex")
+        assert again.result.status == "done"
+        assert_mistral_valid(await history(engine, "st"))
+
+
+async def test_a_decision_on_an_order_refunded_meanwhile_pays_nothing_and_says_so(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedChatModel().script(*refund_script(), says("It was already refunded."))
+    async with open_engine(tmp_path, model=model) as engine:
+        await say(engine, "pd", f"Refund ORD-001, {REFUND_REASON}", "Alex")
+        # Paid while the decision was pending (another thread, or this approval's earlier run
+        # that stopped before the turn was saved).
+        paid = engine.shop.record_refund(
+            "ORD-001", amount=Decimal("89.99"), reason=REFUND_REASON, thread_id="other"
+        )
+        done = await decide(engine, "pd", "reject")
+        assert done.result.reply == "It was already refunded."
+        told = model.requests[-1].messages[-1]
+        assert paid.record.reference in str(told.content)
+        decided = [e.detail for e in audit_of(engine, "pd") if e.kind == "approval_decided"]
+        assert decided[0]["already_refunded"] == paid.record.reference
+        assert "refund_processed" not in kinds(audit_of(engine, "pd"))

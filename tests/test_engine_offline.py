@@ -156,7 +156,11 @@ async def test_angry_complaint_is_reviewed(tmp_path: Path) -> None:
         assert len(turn.of(ApprovalRequested)) == 1  # announced once, before TurnFinished
         done = await decide(engine, "c1", "provide_compensation")
         assert "compensation" in done.result.reply
-        assert done.result.active_agent == "complaints_agent"
+        # A handled complaint goes back to first contact: "thanks, bye" is no new complaint.
+        assert done.result.active_agent == "order_agent"
+        thanks = await say(engine, "c1", "Thank you, that's all for today.", "Alex")
+        assert thanks.result.status == "done"
+        assert kinds(audit_of(engine, "c1")).count("approval_requested") == 1
         assert_mistral_valid(await history(engine, "c1"))
 
 

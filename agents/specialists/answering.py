@@ -15,6 +15,7 @@ from agents.history import storable_reply, text_of, without_handoffs
 from agents.prompts import specialist_prompt
 from agents.provider import call_model
 from agents.reporting import report
+from agents.specialists.endings import close_complaint
 from agents.specialists.spec import SpecialistSpec
 from agents.state import SpecialistState
 
@@ -53,6 +54,8 @@ def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
             if not text_of(reply).strip():
                 reply = AIMessage(content=EMPTY_REPLY_FALLBACK, id=reply.id)
             report(runtime, ReplyDone(agent=spec.name, text=text_of(reply)))
+            if spec.review == "complaint" and state.get("validated"):
+                return {"messages": [reply], **close_complaint(runtime, spec.name)}
         return {"messages": [reply]}
 
     return respond

@@ -24,10 +24,14 @@ from agents.events import (
 from agents.history import tool_answer
 from agents.replies import COMPLAINT_DECISIONS, REFUND_DECISIONS
 from agents.reporting import report
+from agents.specialists.endings import close_complaint
 from agents.specialists.spec import SpecialistSpec
 from agents.specialists.tool_runner import run_tool
 from agents.state import SpecialistState
 from agents.tools.domain import process_refund
+
+# Interrupt payload entries that are engine bookkeeping or detail, not for the audit summary.
+NOT_FOR_REVIEWERS = ("gates", "tool_call_id")
 
 
 def refund_approval_payload(
@@ -59,20 +63,20 @@ def _decide(payload: dict[str, Any]) -> str:
 def _record_request(
     spec: SpecialistSpec, runtime: Runtime[ShopContext], payload: dict[str, Any]
 ) -> None:
-    summary = {k: v for k, v in payload.items() if k not in ("gates", "tool_call_id")}
+    summary = {k: v for k, v in payload.items() if k not in NOT_FOR_REVIEWERS}
     report(runtime, StepChanged(agent=spec.name, step="waiting_for_approval"))
     report(runtime, kind="approval_requested", agent=spec.name, detail=summary)
 
 
 def _record_decision(
-    spec: SpecialistSpec, runtime: Runtime[ShopContext], payload: dict[str, Any], decision: str
+    spec: SpecialistSpec,
+    runtime: Runtime[ShopContext],
+    payload: dict[str, Any],
+    decision: str,
+    **facts: str,
 ) -> None:
-    report(
-        runtime,
-        kind="approval_decided",
-        agent=spec.name,
-        detail={"kind": payload["kind"], "decision": decision, "order_id": payload.get("order_id")},
-    )
+    detail = {"kind": payload["kind"], "decision": decision, "order_id": payload.get("order_id")}
+    report(runtime, kind="approval_decided", agent=spec.name, detail={**detail, **facts})
     if decision.startswith("escalate"):
         reason = f"{payload['kind'].replace('_', ' ')}: escalated by the reviewer"
         report(
@@ -103,27 +107,31 @@ def make_await_approval(spec: SpecialistSpec) -> Any:
         payload = state.get("approval")
         assert payload is not None
         decision = _decide(payload)
-        _record_decision(spec, runtime, payload, decision)
         call = ToolCall(name="process_refund", args={}, id=payload["tool_call_id"])
-        if decision != "approve":
-            answer = tool_answer(call, REFUND_DECISIONS[decision])
-            return {"messages": [answer], "approval": None}
-        # The refund runs on the validated payload; the ledger makes a replay harmless.
-        args = {"order_id": payload["order_id"], "reason": payload["reason"]}
-        before = runtime.context.shop.refund_for(payload["order_id"])
-        answer = await run_tool(spec.name, process_refund, call, args, state, runtime)
-        record = runtime.context.shop.refund_for(payload["order_id"])
-        if before is None and record is not None:
-            report(
-                runtime,
-                kind="refund_processed",
-                agent=spec.name,
-                detail={
-                    "order_id": record.order_id,
-                    "reference": record.reference,
-                    "amount": str(record.amount),
-                },
+        audit = runtime.context.audit
+        paid = runtime.context.shop.refund_for(payload["order_id"])
+        if paid is not None:
+            # Paid already: by this node on an earlier run that stopped before the turn was
+            # saved, or elsewhere. Money that moved is not undone by a later "reject".
+            _record_decision(spec, runtime, payload, decision, already_refunded=paid.reference)
+            audit.flush()
+            text = (
+                f"Order {paid.order_id} has already been refunded (reference "
+                f"{paid.reference}). Tell the customer; nothing else needs doing."
             )
+            return {"messages": [tool_answer(call, text)], "approval": None}
+        _record_decision(spec, runtime, payload, decision)
+        if decision != "approve":
+            audit.flush()
+            return {"messages": [tool_answer(call, REFUND_DECISIONS[decision])], "approval": None}
+        # The refund runs on the validated payload, never on the model's arguments.
+        args = {"order_id": payload["order_id"], "reason": payload["reason"]}
+        answer = await run_tool(spec.name, process_refund, call, args, state, runtime)
+        outcome = answer.artifact if isinstance(answer.artifact, dict) else {}
+        if outcome.get("created"):
+            report(runtime, kind="refund_processed", agent=spec.name, detail=outcome)
+        # Events about money are on disk before the turn moves on.
+        audit.flush()
         return {"messages": [answer], "approval": None}
 
     return await_approval
@@ -161,6 +169,7 @@ def make_await_review(spec: SpecialistSpec) -> Any:
         _record_decision(spec, runtime, payload, decision)
         text = COMPLAINT_DECISIONS[decision]
         report(runtime, ReplyDone(agent=spec.name, text=text))
-        return {"messages": [AIMessage(content=text)], "approval": None}
+        closed = close_complaint(runtime, spec.name)
+        return {"messages": [AIMessage(content=text)], "approval": None, **closed}
 
     return await_review

@@ -8,7 +8,14 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.runtime import Runtime
 
 from agents.context import ShopContext
-from agents.events import Escalated, LimitReached, ReplyDone, StepChanged
+from agents.events import (
+    DEFAULT_AGENT,
+    AgentChanged,
+    Escalated,
+    LimitReached,
+    ReplyDone,
+    StepChanged,
+)
 from agents.history import tool_answer, unanswered_calls
 from agents.replies import ESCALATED_AFTER_CORRECTIONS, ESCALATED_OVER_LIMIT, LIMIT_REACHED
 from agents.reporting import report
@@ -62,3 +69,16 @@ def make_stop_turn(spec: SpecialistSpec) -> Any:
         return {"messages": [*closing, AIMessage(content=LIMIT_REACHED)]}
 
     return stop_turn
+
+
+def close_complaint(runtime: Runtime[ShopContext], agent: str) -> dict[str, str]:
+    """A handled complaint goes back to first contact, so the next message is not read as a
+    new complaint (its extraction would find the old anger in the history and pause again)."""
+    report(
+        runtime,
+        AgentChanged(agent=DEFAULT_AGENT, previous=agent),
+        kind="handoff",
+        agent=agent,
+        detail={"from": agent, "to": DEFAULT_AGENT, "reason": "complaint handled"},
+    )
+    return {"active_agent": DEFAULT_AGENT}

@@ -64,25 +64,41 @@ def check_refund_eligibility(order_id: str, runtime: ToolRuntime[Any, Any]) -> s
     return f"Order {order.order_id} IS eligible for a refund. Amount: ${order.amount:.2f}."
 
 
-@tool
-def process_refund(order_id: str, reason: str, runtime: ToolRuntime[Any, Any]) -> str:
+@tool(response_format="content_and_artifact")
+def process_refund(
+    order_id: str, reason: str, runtime: ToolRuntime[Any, Any]
+) -> tuple[str, dict[str, Any]]:
     """Refund a delivered order. A human approves every refund before it runs."""
     order = _visible_order(order_id, runtime)
     if order is None:
-        return _not_found(order_id)
+        return _not_found(order_id), {}
+    # The gates checked these before approval; checked again where the money moves.
+    if order.status != "Delivered" or Decimal(order.amount) > AUTO_REFUND_LIMIT:
+        return (
+            f"Refund refused: order {order.order_id} is {order.status}, "
+            f"${order.amount:.2f}; only delivered orders up to ${AUTO_REFUND_LIMIT:.2f} are "
+            "refunded here. Tell the customer a colleague will review it."
+        ), {}
     context: ShopContext = runtime.context
     outcome = context.shop.record_refund(
         order.order_id, amount=Decimal(order.amount), reason=reason, thread_id=context.thread_id
     )
     record = outcome.record
+    facts = {
+        "order_id": record.order_id,
+        "reference": record.reference,
+        "amount": str(record.amount),
+        "created": outcome.created,
+    }
     if not outcome.created:
-        return (
+        text = (
             f"Order {order.order_id} was already refunded earlier. Reference: {record.reference}."
         )
+        return text, facts
     return (
         f"Refund APPROVED and PROCESSED. Reference: {record.reference}. "
         f"${record.amount:.2f} will be returned within 3 to 5 business days."
-    )
+    ), facts
 
 
 ORDER_TOOLS: tuple[BaseTool, ...] = (lookup_order,)
