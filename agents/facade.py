@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any
 
 import aiosqlite
+import httpx
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -47,8 +49,8 @@ from agents.replies import LIMIT_REACHED, TURN_FAILED_NOTE
 from agents.settings import Settings
 from agents.shop_data import ShopData
 from agents.specialists.spec import RECURSION_LIMIT
-from agents.sqlite_store import StorageError
-from agents.text_safety import MessageRejected, clean_message
+from agents.sqlite_store import BUSY_TIMEOUT_MS, StorageError, is_busy, open_database
+from agents.text_safety import MessageRejected, clean_message, person_name
 from agents.thread_registry import (
     ChatLine,
     ThreadInfo,
@@ -78,6 +80,8 @@ class ShopBotEngine:
         retry: RetryBudget | None = None,
     ) -> None:
         self.settings = settings
+        # A model we built is ours to close; one handed in belongs to the caller.
+        self._owns_model = model is None
         self.model = model or make_model(settings)
         self.retry = retry or RetryBudget()
         self._locks: dict[str, asyncio.Lock] = {}
@@ -107,26 +111,41 @@ class ShopBotEngine:
 
     async def _open_checkpoints(self) -> AsyncSqliteSaver:
         path = self.settings.checkpoints_path
+        what = "conversation store"
+        # The checks every ShopBot store gets (WAL, busy waits, damaged or locked, said
+        # clearly), run once synchronously before LangGraph's own async connection opens.
+        open_database(path, what=what).close()
         try:
-            self._connection = await aiosqlite.connect(path)
-            await self._connection.execute("PRAGMA journal_mode = WAL")
+            self._connection = await aiosqlite.connect(path, timeout=BUSY_TIMEOUT_MS / 1000)
             await self._connection.execute("PRAGMA synchronous = NORMAL")
             saver = AsyncSqliteSaver(self._connection)
             await saver.setup()
-        except aiosqlite.DatabaseError as exc:
-            raise StorageError(
-                f"The conversation store at {path} is damaged ({exc}). Nothing was changed. "
-                f"Move the file aside (for example: mv '{path}' '{path}.damaged') and start again."
-            ) from exc
+        except sqlite3.DatabaseError as exc:
+            if is_busy(exc):
+                raise StorageError(
+                    f"The {what} at {path} is locked by another program ({exc}). "
+                    "Close other ShopBot windows or commands and try again."
+                ) from exc
+            raise StorageError(f"The {what} at {path} cannot be used ({exc}).") from exc
         return saver
 
     async def aclose(self) -> None:
+        """Close everything that was opened; one failure does not keep the rest open."""
         if self._connection is not None:
-            await self._connection.close()
-            self._connection = None
+            connection, self._connection = self._connection, None
+            await connection.close()
         for store in ("_recorder", "shop", "_audit_log", "threads"):
             if (opened := self.__dict__.pop(store, None)) is not None:
-                opened.close()
+                try:
+                    opened.close()
+                except Exception:
+                    log.exception("closing the %s failed", store.strip("_"))
+        if self._owns_model:
+            # ChatMistralAI keeps an httpx client per mode; the offline model has none.
+            if isinstance(client := getattr(self.model, "async_client", None), httpx.AsyncClient):
+                await client.aclose()
+            if isinstance(client := getattr(self.model, "client", None), httpx.Client):
+                client.close()
 
     async def __aenter__(self) -> ShopBotEngine:
         await self.start()
@@ -274,7 +293,10 @@ class ShopBotEngine:
             raise InputError(str(exc)) from exc
 
     def _customer_for(self, thread_id: str, customer: str | None) -> str | None:
-        customer = " ".join(customer.split()) if customer else None
+        try:
+            customer = person_name(customer)
+        except MessageRejected as exc:
+            raise InputError(str(exc)) from exc
         info = self.threads.get(thread_id)
         known = info.customer if info else None
         if customer and known and customer.casefold() != known.casefold():

@@ -125,7 +125,7 @@ def storable_reply(reply: AIMessage) -> AIMessage:
         else:
             calls.append(call)
     for index, bad in enumerate(reply.invalid_tool_calls):
-        call_id = bad.get("id") or f"malformed{index}"[:9]
+        call_id = bad.get("id") or f"bad{index:06d}"  # nine characters, as Mistral wants
         malformed[call_id] = (bad.get("error") or "invalid arguments").splitlines()[0]
         calls.append(ToolCall(name=bad.get("name") or "unknown_tool", args={}, id=call_id))
     if not malformed:

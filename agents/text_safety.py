@@ -37,3 +37,19 @@ def clean_message(text: str) -> str:
             f"{MAX_MESSAGE_CHARS:,}). Shorten it or send it in parts."
         )
     return cleaned
+
+
+MAX_NAME_CHARS = 80
+
+
+def person_name(value: str | None) -> str | None:
+    """A customer's name as given to `--customer` or typed in the app: whitespace collapsed,
+    None when blank; `MessageRejected` when it holds control characters or is too long."""
+    name = " ".join((value or "").split())
+    if not name:
+        return None
+    if visible(name) != name:
+        raise MessageRejected("The customer name contains control characters; type it plainly.")
+    if len(name) > MAX_NAME_CHARS:
+        raise MessageRejected(f"The customer name is too long (the limit is {MAX_NAME_CHARS}).")
+    return name

@@ -79,13 +79,19 @@ def _order_gates(
     if isinstance(found, GateError):
         return found
     order = shop.get_order(found["order_id"])
-    owner = order.customer if order else None
-    owned = chain.run(
-        "ownership",
-        validate_ownership(found["order_id"], owner, context.customer),
-        "order belongs to the customer" if context.customer else "customer not identified",
+    owned, error = validate_ownership(
+        found["order_id"], order.customer if order else None, context.customer
     )
-    return owned if isinstance(owned, GateError) else found
+    if not owned:
+        assert isinstance(error, GateError)
+        # Reported exactly as a missing order, under the same gate: a customer (or the
+        # screen behind their shoulder) must not learn that someone else's order exists.
+        # Only the audit code says "not owned".
+        chain.checks[-1] = GateCheck("order_id", False, str(error), error.codes)
+        return error
+    who = "order belongs to the customer" if context.customer else "customer not identified"
+    chain.checks.append(GateCheck("ownership", True, who))
+    return found
 
 
 def check_order_request(extracted: Mapping[str, Any], context: ShopContext) -> GateVerdict:

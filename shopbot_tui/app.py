@@ -16,6 +16,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from agents.settings import Settings
+from agents.text_safety import MessageRejected, person_name
 from agents.thread_registry import validate_thread_id
 from shopbot_tui.commands import ShopBotCommands
 from shopbot_tui.ids import new_thread_id
@@ -60,12 +61,12 @@ class ShopBotApp(App[int]):
                 validate_thread_id(thread_id)
             except ValueError as exc:
                 start_error, thread_id = str(exc), None
+        try:
+            customer = person_name(customer)
+        except MessageRejected as exc:
+            start_error, customer = f"--customer: {exc}", None
         self._start_error = start_error
-        self.chat = ChatScreen(
-            settings,
-            thread_id=thread_id or new_thread_id(),
-            customer=" ".join(customer.split()) if customer else None,
-        )
+        self.chat = ChatScreen(settings, thread_id=thread_id or new_thread_id(), customer=customer)
 
     def on_mount(self) -> None:
         # Pushed, not returned from get_default_screen: Textual loads a screen's CSS_PATH
@@ -74,7 +75,7 @@ class ShopBotApp(App[int]):
         if self._start_error:
             self.notify(
                 f"{self._start_error} A new conversation was started instead.",
-                title="--thread",
+                title="Start-up",
                 severity="error",
                 markup=False,
             )

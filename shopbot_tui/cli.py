@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from agents.settings import Settings
+from agents.text_safety import visible
 
 if TYPE_CHECKING:
     from agents.events import TurnResult
@@ -74,12 +75,12 @@ def _print_result(result: TurnResult, as_json: bool) -> int:
         print(json.dumps(result.to_json(), ensure_ascii=False))
     elif result.status == "awaiting_approval" and result.pending:
         pending = result.pending
-        print(_describe_pending(pending.kind, pending.payload))
+        print(visible(_describe_pending(pending.kind, pending.payload)))
         print(f"Decide with: shopbot resume {result.thread_id} {'|'.join(pending.options)}")
     elif result.reply:
-        print(result.reply)
+        print(visible(result.reply))
     if result.status == "error":
-        print(f"shopbot: {result.error}", file=sys.stderr)
+        print(f"shopbot: {visible(result.error or '')}", file=sys.stderr)
         return EXIT_PROVIDER
     return EXIT_OK
 
@@ -126,8 +127,10 @@ def _threads(settings: Settings, as_json: bool) -> int:
             else:
                 who = info.customer or "-"
                 print(
-                    f"{info.thread_id}\t{info.status}\t{info.active_agent}\t{who}\t"
-                    f"{info.turns} turns\t{info.updated_at}\t{info.title}"
+                    visible(
+                        f"{info.thread_id}\t{info.status}\t{info.active_agent}\t{who}\t"
+                        f"{info.turns} turns\t{info.updated_at}\t{info.title}"
+                    )
                 )
     return EXIT_OK
 
@@ -147,10 +150,8 @@ def _audit(settings: Settings, args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(event.to_json(), ensure_ascii=False))
             else:
-                print(
-                    f"{event.ts}  {event.thread_id or '-'}  {event.agent or '-'}  "
-                    f"{event.kind}  {event.summary(100)}"
-                )
+                line = f"{event.ts}  {event.thread_id or '-'}  {event.agent or '-'}  {event.kind}"
+                print(visible(f"{line}  {event.summary(100)}"))
     return EXIT_OK
 
 
@@ -197,9 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         from agents.redaction import redact
 
-        print(
-            f"shopbot: unexpected error ({type(exc).__name__}): {redact(str(exc))}", file=sys.stderr
-        )
+        problem = visible(redact(str(exc)))
+        print(f"shopbot: unexpected error ({type(exc).__name__}): {problem}", file=sys.stderr)
         return EXIT_PROVIDER
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.markup import escape
 
 from shopbot_tui.screens.chat import ChatScreen
 
@@ -31,7 +32,9 @@ class ShopBotCommands(Provider):
             )
             yield (
                 "Export chat to Markdown",
-                f"Write this conversation under {screen.settings.home / 'exports'} (ctrl+s)",
+                # Help texts are read as markup: a path is text, escaped as such.
+                f"Write this conversation under {escape(str(screen.settings.home / 'exports'))}"
+                " (ctrl+s)",
                 screen.action_export_chat,
             )
             yield (

@@ -24,6 +24,7 @@ from agents.events import (
     TurnResult,
     note_for,
 )
+from agents.redaction import redact
 from shopbot_tui.messages import (
     AgentSwitched,
     GateResult,
@@ -143,7 +144,7 @@ async def drive_turn(
     except Exception as exc:
         # The engine turns model and graph failures into TurnFailed itself; this is a
         # broken store or an engine bug. Say so, and keep the conversation usable.
-        post(TurnProblem(thread_id, kind="internal", message=f"ShopBot failed: {exc}"))
+        post(TurnProblem(thread_id, kind="internal", message=f"ShopBot failed: {redact(str(exc))}"))
     finally:
         tokens.flush()
         # A cancelled worker (the app quitting) closes the engine's generator, and its lock.

@@ -142,6 +142,12 @@ async def test_customer_claiming_to_be_admin_gets_nothing_of_another_order(tmp_p
         assert "Phone Case" not in reply and "In Transit" not in reply
         failed = [g for g in turn.of(GateChecked) if not g.ok]
         assert all("Sam" not in g.detail and "Phone Case" not in g.detail for g in failed)
+        # What the screen shows is exactly what a missing order shows: same gate, same words.
+        assert not [g for g in turn.of(GateChecked) if g.ok]
+        missing = await say(engine, "adm2", "Show me the status of ORD-099.", "Alex")
+        seen = [(g.gate, g.detail.replace("ORD-099", "X")) for g in missing.of(GateChecked)]
+        shown = [(g.gate, g.detail.replace("ORD-002", "X")) for g in turn.of(GateChecked)]
+        assert seen == shown
 
 
 async def test_angry_complaint_is_reviewed(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from textual.widgets import Footer, Input, LoadingIndicator, Markdown
 from textual.worker import Worker, WorkerState
 
 from agents.events import DEFAULT_AGENT, ApprovalRequest
+from agents.redaction import redact
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.text_safety import visible
 from shopbot_tui.chat_export import export_chat
@@ -419,15 +420,18 @@ class ChatScreen(Screen[None]):
     @on(Worker.StateChanged)
     def _worker_changed(self, event: Worker.StateChanged) -> None:
         group = event.worker.group
-        if group.startswith("turn:") and event.state in (WorkerState.ERROR, WorkerState.CANCELLED):
+        if event.state == WorkerState.CANCELLED and group.startswith("turn:"):
             self.busy.discard(group.removeprefix("turn:"))
-            if event.state == WorkerState.ERROR:
-                self.notify(
-                    f"The turn stopped unexpectedly ({event.worker.error}).",
-                    title="ShopBot error",
-                    severity="error",
-                    markup=False,
-                )
+        if event.state != WorkerState.ERROR:
+            return
+        # Workers are started with exit_on_error=False: no failure may pass unseen.
+        self.busy.discard(group.removeprefix("turn:"))
+        self.notify(
+            f"Something stopped unexpectedly ({redact(str(event.worker.error))}).",
+            title="ShopBot error",
+            severity="error",
+            markup=False,
+        )
 
     # --- approval ----------------------------------------------------------------------
 
@@ -549,8 +553,8 @@ class ChatScreen(Screen[None]):
                 lines,
                 now=datetime.now().astimezone(),
             )
-        except OSError as exc:
-            self.post_message(ChatExported(error=f"Could not write the export: {exc}"))
+        except Exception as exc:  # a full disk or a locked store: say so, keep the chat
+            self.post_message(ChatExported(error=f"Could not export: {redact(str(exc))}"))
         else:
             self.post_message(ChatExported(path=str(path)))
 

@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Input, Static
 
 from agents.events import AGENT_TITLES
-from agents.text_safety import visible
+from agents.text_safety import MessageRejected, person_name, visible
 from agents.thread_registry import ThreadInfo
 from shopbot_tui.ids import new_thread_id
 
@@ -186,7 +186,11 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
     @on(Button.Pressed, "#new")
     @on(Input.Submitted, "#new-customer")
     def _new(self) -> None:
-        customer = " ".join(self.query_one("#new-customer", Input).value.split()) or None
+        try:
+            customer = person_name(self.query_one("#new-customer", Input).value)
+        except MessageRejected as exc:
+            self.notify(str(exc), title="Customer", severity="warning", markup=False)
+            return
         self.dismiss(ThreadChoice(new_thread_id(), customer, is_new=True))
 
     def action_new_thread(self) -> None:
