@@ -10,11 +10,12 @@ from agents.settings import Settings
 REQUEST_TIMEOUT_S = 30
 
 
-def make_model(settings: Settings) -> BaseChatModel:
+def make_model(settings: Settings, *, offline_token_delay: float = 0.0) -> BaseChatModel:
+    """`offline_token_delay` paces the offline demo model's stream, so a person sees it type."""
     if settings.offline:
         from agents.offline.demo_model import OfflineDemoModel
 
-        return OfflineDemoModel()
+        return OfflineDemoModel(token_delay=offline_token_delay)
     from langchain_mistralai import ChatMistralAI
 
     # The endpoint is not passed: ChatMistralAI reads MISTRAL_BASE_URL itself.

@@ -39,8 +39,3 @@ class ComplaintExtraction(BaseModel):
         description="The customer's emotional state: 'frustrated', 'angry', 'neutral', "
         "or 'disappointed'"
     )
-
-
-EXTRACTION_SCHEMAS: dict[str, type[BaseModel]] = {
-    schema.__name__: schema for schema in (OrderExtraction, RefundExtraction, ComplaintExtraction)
-}

@@ -31,7 +31,6 @@ class Settings:
     model_name: str = DEFAULT_MODEL
     # The key itself never appears in repr(): settings get logged and shown.
     api_key: str | None = field(default=None, repr=False)
-    base_url: str | None = None
     force_offline: bool = False
 
     @classmethod
@@ -41,7 +40,6 @@ class Settings:
             home=home or default_home(),
             model_name=os.environ.get("SHOPBOT_MODEL", "").strip() or DEFAULT_MODEL,
             api_key=key,
-            base_url=os.environ.get("MISTRAL_BASE_URL", "").strip() or None,
             force_offline=offline,
         )
 

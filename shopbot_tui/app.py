@@ -7,7 +7,6 @@ the facade is imported in a thread once the first screen is on the terminal.
 from __future__ import annotations
 
 import asyncio
-import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
@@ -15,9 +14,7 @@ from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from agents.settings import Settings
-from agents.text_safety import MessageRejected, person_name
-from agents.thread_registry import validate_thread_id
+from agents.facade import MessageRejected, Settings, load_engine, person_name, validate_thread_id
 from shopbot_tui.commands import ShopBotCommands
 from shopbot_tui.ids import new_thread_id
 from shopbot_tui.messages import EngineFailed, EngineReady
@@ -84,12 +81,10 @@ class ShopBotApp(App[int]):
 
     @work(exclusive=True, exit_on_error=False, group="engine")
     async def _load_engine(self) -> None:
-        """Import the facade off the event loop (the screen keeps painting), then start it."""
+        """Import the engine off the event loop (the screen keeps painting), then start it."""
         try:
-            facade = await asyncio.to_thread(importlib.import_module, "agents.facade")
-            factory = self._engine_factory
-            if factory is None:
-                factory = await self._default_factory(facade)
+            engine_class = await asyncio.to_thread(load_engine)
+            factory = self._engine_factory or await self._default_factory(engine_class)
             engine = factory()
             await engine.start()
         except Exception as exc:
@@ -97,17 +92,13 @@ class ShopBotApp(App[int]):
         else:
             self.post_message(EngineReady(engine))
 
-    async def _default_factory(self, facade: object) -> EngineFactory:
+    async def _default_factory(self, engine_class: type[ShopBotEngine]) -> EngineFactory:
         settings = self.settings
-        engine_class: type[ShopBotEngine] = getattr(facade, "ShopBotEngine")  # noqa: B009
-        if not settings.offline:
-            # ChatMistralAI's import is heavy too: keep it off the loop.
-            await asyncio.to_thread(importlib.import_module, "langchain_mistralai")
-            return lambda: engine_class(settings)
-        demo = await asyncio.to_thread(importlib.import_module, "agents.offline.demo_model")
-        return lambda: engine_class(
-            settings, model=demo.OfflineDemoModel(token_delay=OFFLINE_TOKEN_DELAY)
+        # Building the model imports its client (ChatMistralAI's is heavy too): off the loop.
+        engine = await asyncio.to_thread(
+            engine_class, settings, offline_token_delay=OFFLINE_TOKEN_DELAY
         )
+        return lambda: engine
 
     @on(EngineReady)
     async def _engine_ready(self, message: EngineReady) -> None:

@@ -7,9 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from agents.events import AGENT_TITLES
-from agents.text_safety import visible
-from agents.thread_registry import ChatLine, ThreadInfo
+from agents.facade import AGENT_TITLES, ChatLine, ThreadInfo, visible
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
 

@@ -13,12 +13,10 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from agents.settings import Settings
-from agents.text_safety import visible
+from agents.facade import Settings, visible
 
 if TYPE_CHECKING:
-    from agents.events import TurnResult
-    from agents.facade import ShopBotEngine
+    from agents.facade import ShopBotEngine, TurnResult
 
 EXIT_OK = 0
 EXIT_PROVIDER = 1
@@ -108,8 +106,7 @@ async def _with_engine(
 
 
 def _run(settings: Settings, action: Callable[[ShopBotEngine], Awaitable[int]]) -> int:
-    from agents.facade import InputError
-    from agents.sqlite_store import StorageError
+    from agents.facade import InputError, StorageError
 
     try:
         return asyncio.run(_with_engine(settings, action))
@@ -118,7 +115,7 @@ def _run(settings: Settings, action: Callable[[ShopBotEngine], Awaitable[int]]) 
 
 
 def _threads(settings: Settings, as_json: bool) -> int:
-    from agents.thread_registry import ThreadRegistry
+    from agents.facade import ThreadRegistry
 
     with ThreadRegistry(settings.threads_path) as registry:
         for info in registry.list():
@@ -136,7 +133,7 @@ def _threads(settings: Settings, as_json: bool) -> int:
 
 
 def _audit(settings: Settings, args: argparse.Namespace) -> int:
-    from agents.audit_log import AUDIT_KINDS, AuditLog, AuditQuery
+    from agents.facade import AUDIT_KINDS, AuditLog, AuditQuery
 
     if args.kind and args.kind not in AUDIT_KINDS:
         raise UsageError(f"unknown kind {args.kind!r}; kinds: {', '.join(sorted(AUDIT_KINDS))}")
@@ -158,7 +155,7 @@ def _audit(settings: Settings, args: argparse.Namespace) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     offline = bool(args.offline or getattr(args, "chat_offline", False))
     settings = Settings.from_env(offline=offline)
-    from agents.logging_setup import configure_logging
+    from agents.facade import configure_logging
 
     configure_logging(settings.home)
     if args.command is None:
@@ -196,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("shopbot: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        from agents.redaction import redact
+        from agents.facade import redact
 
         problem = visible(redact(str(exc)))
         print(f"shopbot: unexpected error ({type(exc).__name__}): {problem}", file=sys.stderr)

@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from agents.events import ApprovalRequest, Step, TurnResult
+from agents.facade import ApprovalRequest, Step, TurnResult
 
 if TYPE_CHECKING:
-    from agents.facade import ShopBotEngine
-    from agents.thread_registry import ChatLine, ThreadInfo
+    from agents.facade import ChatLine, ShopBotEngine, ThreadInfo
 
 
 @dataclass

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 
 from textual.message import Message
 
-from agents.events import (
+from agents.facade import (
     AgentChanged,
     EngineEvent,
     GateChecked,
@@ -23,8 +23,8 @@ from agents.events import (
     TurnFinished,
     TurnResult,
     note_for,
+    redact,
 )
-from agents.redaction import redact
 from shopbot_tui.messages import (
     AgentSwitched,
     GateResult,

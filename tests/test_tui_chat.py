@@ -218,8 +218,8 @@ def test_the_app_module_does_not_import_langchain() -> None:
     code = (
         "import sys, shopbot_tui.app\n"
         "heavy = [m for m in sys.modules if m.split('.')[0] in "
-        "('langchain', 'langchain_core', 'langgraph', 'langchain_mistralai', 'agents.facade')]\n"
-        "heavy += [m for m in sys.modules if m == 'agents.facade']\n"
+        "('langchain', 'langchain_core', 'langgraph', 'langchain_mistralai')]\n"
+        "heavy += [m for m in sys.modules if m == 'agents.engine']\n"
         "print(heavy)"
     )
     out = subprocess.run(

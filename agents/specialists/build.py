@@ -1,12 +1,12 @@
 """Assemble one specialist's subgraph from the shared nodes.
 
-order / refund:  START -> respond -> act -> (extract -> correct*) -> act -> respond
-                 act -> request_approval -> await_approval -> respond      (refunds)
-complaints:      START -> extract -> correct* -> request_review -> await_review
-                                  \\-> respond -> act (hand-offs only)
-extract/correct: gate what they extracted, then go on to the tools (act), the correction
-                 loop (correct), the model (respond) or a human (escalate: over the limit,
-                 or still wrong after 2 corrections)
+order / refund:  START -> respond -> act (extract + gate inline) -> respond -> END
+                 act -> correct* -> act          (the correction loop, at most 2)
+                 act -> request_approval -> await_approval -> respond     (refunds)
+complaints:      START -> extract (+ gate) -> correct* -> request_review -> await_review
+                                            \\-> respond -> act (hand-offs only)
+gate verdicts:   on to the tools, back to the model (ask the customer / a rule says no),
+                 correct, or escalate (over the limit, or still wrong after 2 corrections)
 act:             -> stop_turn (a brake) | the parent graph (a hand-off)
 """
 
@@ -36,21 +36,27 @@ def build_specialist(spec: SpecialistSpec, model: BaseChatModel) -> Any:
     graph = StateGraph(
         SpecialistState, context_schema=ShopContext, input_schema=ShopState, output_schema=ShopState
     )
-    pause = "request_review" if spec.review == "complaint" else "request_approval"
     extractor = Extractor(spec, model)
+    # Where a gate verdict leads (see gating.py): on, to the model, to a correction, to a human.
+    verdicts = ("respond", "correct", "escalate")
     graph.add_node("respond", make_respond(spec, model))
-    graph.add_node(
-        "act",
-        make_act(spec, extractor),
-        destinations=("respond", "extract", "stop_turn", *(() if spec.review else (pause,))),
-    )
-    after_gate = ("act", "respond", "correct", "escalate", *((pause,) if spec.review else ()))
-    graph.add_node("extract", make_extract(spec, extractor), destinations=after_gate)
-    graph.add_node("correct", make_correct(spec, extractor), destinations=after_gate)
+    passed = "request_review" if spec.extract_first else "act"
+    graph.add_node("correct", make_correct(spec, extractor), destinations=(passed, *verdicts))
     graph.add_node("escalate", make_escalate(spec))
     graph.add_node("stop_turn", make_stop_turn(spec))
-
-    graph.add_edge(START, "extract" if spec.extract_first else "respond")
+    if spec.extract_first:
+        # Complaints: the review decision needs the sentiment before anything is said.
+        graph.add_node(
+            "extract",
+            make_extract(spec, extractor),
+            destinations=(passed, *verdicts),
+        )
+        graph.add_edge(START, "extract")
+    else:
+        # Orders and refunds: `act` extracts and gates inline when a tool first needs it.
+        graph.add_edge(START, "respond")
+    act_goes_to = ("stop_turn", *verdicts, *(() if spec.review else ("request_approval",)))
+    graph.add_node("act", make_act(spec, extractor), destinations=act_goes_to)
     graph.add_conditional_edges("respond", route_after_respond, ["act", END])
     graph.add_edge("escalate", END)
     graph.add_edge("stop_turn", END)

@@ -1,9 +1,9 @@
 """Gating: run the specialist's gates on what was just extracted and choose what happens next.
 
-Called inline by the extract and correct nodes (one step fewer per attempt than a separate
-gate node, and the same decisions): a pass goes on to the tools, a model mistake to the
-correction loop, a missing detail or a business "no" back to the model, and the rest to
-a human.
+Called inline where something was just extracted (act, extract, correct): one graph step
+fewer per attempt than a separate gate node, with the same decisions. A pass goes on to
+the tools (or to the complaint review), a model mistake to the correction loop, a missing
+detail or a business "no" back to the model, and the rest to a human.
 """
 
 from __future__ import annotations

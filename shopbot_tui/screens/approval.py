@@ -13,8 +13,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static
 
-from agents.events import ApprovalRequest
-from agents.text_safety import visible
+from agents.facade import ApprovalRequest, visible
 
 # One key per option, shown on its button. Refund: approve / reject / escalate.
 # Complaint review: escalate_to_senior / provide_compensation / close_ticket.

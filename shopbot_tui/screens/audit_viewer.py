@@ -27,8 +27,7 @@ from textual.theme import Theme
 from textual.widgets import Footer, Header, Input, LoadingIndicator, Static
 from textual.worker import get_current_worker
 
-from agents.audit_log import AuditEvent, AuditLog, AuditQuery
-from agents.sqlite_store import StorageError
+from agents.facade import AuditEvent, AuditLog, AuditQuery, StorageError
 from shopbot_tui.widgets.audit_detail import AuditEventDetail
 from shopbot_tui.widgets.audit_filters import AuditFilterBar
 from shopbot_tui.widgets.audit_table import AuditEventTable, kind_styles

@@ -7,10 +7,9 @@ below own every piece of UI state: the reply being streamed, the panel, the pend
 from __future__ import annotations
 
 import asyncio
-import importlib
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -21,10 +20,14 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, LoadingIndicator, Markdown
 from textual.worker import Worker, WorkerState
 
-from agents.events import DEFAULT_AGENT, ApprovalRequest
-from agents.redaction import redact
-from agents.settings import OFFLINE_MODEL_LABEL, Settings
-from agents.text_safety import visible
+from agents.facade import (
+    DEFAULT_AGENT,
+    OFFLINE_MODEL_LABEL,
+    ApprovalRequest,
+    Settings,
+    redact,
+    visible,
+)
 from shopbot_tui.chat_export import export_chat
 from shopbot_tui.ids import new_thread_id
 from shopbot_tui.messages import (
@@ -53,15 +56,12 @@ from shopbot_tui.widgets.conversation import (
 from shopbot_tui.widgets.side_panel import SidePanel, step_text
 
 if TYPE_CHECKING:
-    from agents.events import EngineEvent
-    from agents.facade import ShopBotEngine
-    from agents.thread_registry import ChatLine
+    from agents.facade import ChatLine, EngineEvent, ShopBotEngine
 
 # Mounting thousands of Markdown widgets would make opening an old thread slow; the
 # export (ctrl+s) always has the whole transcript.
 HISTORY_LINES = 200
 WELCOME = "New conversation. Ask about an order (they look like ORD-001), a refund or a complaint."
-AUDIT_VIEWER_MODULE = "shopbot_tui.screens.audit_viewer"
 
 
 def widget_for(line: ChatLine, customer: str | None) -> Widget:
@@ -348,7 +348,7 @@ class ChatScreen(Screen[None]):
     @on(StepUpdate)
     def _step_update(self, message: StepUpdate) -> None:
         if message.thread_id == self.thread_id:
-            self.panel.show_step(
+            self.panel.show_agent(
                 message.agent, step_text(message.step, message.detail, message.attempt)
             )
 
@@ -408,7 +408,7 @@ class ChatScreen(Screen[None]):
         await self._park_reply()
         await self._discard_partials()
         if result is None:
-            self.panel.show_step(self.panel.agent, step_text("idle"))
+            self.panel.show_agent(self.panel.agent, step_text("idle"))
             return
         self.pending = result.pending
         waiting = "waiting_for_approval" if result.pending else "idle"
@@ -566,18 +566,9 @@ class ChatScreen(Screen[None]):
             self.notify(f"Saved to {message.path}", title="Chat exported", markup=False)
 
     def action_audit_log(self) -> None:
-        try:
-            viewer: Any = importlib.import_module(AUDIT_VIEWER_MODULE).AuditViewerScreen
-        except (ImportError, AttributeError):
-            self.notify(
-                "The audit log viewer is unavailable in this build; "
-                "`shopbot audit` prints the same events.",
-                title="Audit log",
-                severity="error",
-                markup=False,
-            )
-            return
-        self.app.push_screen(viewer(self.settings.audit_path, thread_id=self.thread_id))
+        from shopbot_tui.screens.audit_viewer import AuditViewerScreen  # not for first paint
+
+        self.app.push_screen(AuditViewerScreen(self.settings.audit_path, thread_id=self.thread_id))
 
     def action_toggle_panel(self) -> None:
         self.panel.display = not self.panel.display

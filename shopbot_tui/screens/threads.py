@@ -17,9 +17,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Input, Static
 
-from agents.events import AGENT_TITLES
-from agents.text_safety import MessageRejected, person_name, visible
-from agents.thread_registry import ThreadInfo
+from agents.facade import AGENT_TITLES, MessageRejected, ThreadInfo, person_name, visible
 from shopbot_tui.ids import new_thread_id
 
 STATUS_MARKS: dict[str, tuple[str, str]] = {

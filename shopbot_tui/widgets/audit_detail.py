@@ -15,8 +15,7 @@ from textual.content import Content
 from textual.highlight import highlight
 from textual.widgets import Static
 
-from agents.audit_log import AuditEvent
-from agents.text_safety import visible
+from agents.facade import AuditEvent, visible
 from shopbot_tui.widgets.audit_table import ALARM_KINDS
 
 _LABEL_STYLE = "$text-muted"

@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input, Label, Select
 
-from agents.audit_log import AUDIT_KINDS, AuditQuery
+from agents.facade import AUDIT_KINDS, AuditQuery
 
 SEARCH_DEBOUNCE_S = 0.25
 

@@ -29,8 +29,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from agents.audit_log import AuditEvent
-from agents.text_safety import visible
+from agents.facade import AuditEvent, visible
 
 # Kinds that mean something went wrong or a person must look: bold, in the error colour.
 ALARM_KINDS = frozenset({"gate_failed", "escalated", "provider_error", "limit_reached"})

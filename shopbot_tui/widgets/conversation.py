@@ -18,8 +18,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
-from agents.events import AGENT_TITLES
-from agents.text_safety import visible
+from agents.facade import AGENT_TITLES, visible
 
 
 class CustomerMessage(Static):

@@ -7,8 +7,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Label, Static
 
-from agents.events import AGENT_TITLES, AGENTS, STEP_LABELS
-from agents.text_safety import visible
+from agents.facade import AGENT_TITLES, AGENTS, STEP_LABELS, visible
 
 # The swarm has no router: every specialist carries `transfer_to_<agent>` tools for the
 # other two (design.md), so "may hand off to" is everyone else.
@@ -96,9 +95,6 @@ class SidePanel(VerticalScroll):
             self.step = step
         for card in self.query(AgentCard):
             card.show(active=card.agent == agent, step=self.step)
-
-    def show_step(self, agent: str, step: str) -> None:
-        self.show_agent(agent, step)
 
     def show_gates(self, results: list[tuple[str, bool, str]]) -> None:
         """`(gate, ok, detail)` of the gates that ran this turn, in order."""

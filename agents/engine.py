@@ -1,0 +1,459 @@
+"""The engine behind the facade: run a turn, answer an approval, list threads, read
+transcripts and the audit log. Fronts reach it through `agents.facade` and never see graphs
+or messages."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Any
+
+import aiosqlite
+import httpx
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.errors import GraphRecursionError
+from langgraph.types import Command
+
+from agents.audit_log import AuditLog
+from agents.audit_writer import AuditWriter
+from agents.context import RetryBudget, ShopContext
+from agents.errors import InputError
+from agents.events import (
+    DEFAULT_AGENT,
+    AgentChanged,
+    ApprovalDecided,
+    ApprovalRequest,
+    ApprovalRequested,
+    EngineEvent,
+    LimitReached,
+    ReplyDone,
+    StepChanged,
+    TokenDelta,
+    TurnFailed,
+    TurnFinished,
+    TurnResult,
+    TurnStatus,
+    note_for,
+)
+from agents.graph import build_graph
+from agents.history import repair_tail
+from agents.model_factory import make_model
+from agents.provider import ProviderUnavailable
+from agents.redaction import redact, register_secret
+from agents.replies import LIMIT_REACHED, TURN_FAILED_NOTE
+from agents.settings import Settings
+from agents.shop_data import ShopData
+from agents.specialists.spec import RECURSION_LIMIT
+from agents.sqlite_store import BUSY_TIMEOUT_MS, StorageError, is_busy, open_database
+from agents.text_safety import MessageRejected, clean_message, person_name
+from agents.thread_registry import (
+    ChatLine,
+    ThreadInfo,
+    ThreadRegistry,
+    validate_thread_id,
+)
+
+log = logging.getLogger("shopbot.engine")
+
+
+# Interrupt payload keys that are engine bookkeeping, not something a reviewer decides on.
+_NOT_FOR_PEOPLE = ("kind", "options", "tool_call_id")
+
+
+class ShopBotEngine:
+    """`async with ShopBotEngine(settings) as engine:` opens the stores and the graph."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        model: BaseChatModel | None = None,
+        retry: RetryBudget | None = None,
+        offline_token_delay: float = 0.0,
+    ) -> None:
+        self.settings = settings
+        # A model we built is ours to close; one handed in belongs to the caller.
+        self._owns_model = model is None
+        self.model = model or make_model(settings, offline_token_delay=offline_token_delay)
+        self.retry = retry or RetryBudget()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._connection: aiosqlite.Connection | None = None
+        self.graph: Any = None
+
+    @property
+    def model_label(self) -> str:
+        if self.settings.offline or self.model._llm_type == "shopbot-offline-demo":
+            return "offline demo"
+        return self.settings.model_name
+
+    async def start(self) -> None:
+        for secret in self.settings.secrets():
+            register_secret(secret)
+        try:
+            self.shop = ShopData(self.settings.shop_path)
+            self._audit_log = AuditLog(self.settings.audit_path, secrets=self.settings.secrets())
+            self._recorder = AuditWriter(self._audit_log)
+            self.threads = ThreadRegistry(self.settings.threads_path)
+            saver = await self._open_checkpoints()
+        except BaseException:
+            await self.aclose()  # whatever did open is closed again
+            raise
+        self._owner = f"{os.getpid()}:{id(self)}"
+        self.graph = build_graph(self.model, saver)
+
+    async def _open_checkpoints(self) -> AsyncSqliteSaver:
+        path = self.settings.checkpoints_path
+        what = "conversation store"
+        # The checks every ShopBot store gets (WAL, busy waits, damaged or locked, said
+        # clearly), run once synchronously before LangGraph's own async connection opens.
+        open_database(path, what=what).close()
+        try:
+            self._connection = await aiosqlite.connect(path, timeout=BUSY_TIMEOUT_MS / 1000)
+            await self._connection.execute("PRAGMA synchronous = NORMAL")
+            saver = AsyncSqliteSaver(self._connection)
+            await saver.setup()
+        except sqlite3.DatabaseError as exc:
+            if is_busy(exc):
+                raise StorageError(
+                    f"The {what} at {path} is locked by another program ({exc}). "
+                    "Close other ShopBot windows or commands and try again."
+                ) from exc
+            raise StorageError(f"The {what} at {path} cannot be used ({exc}).") from exc
+        return saver
+
+    async def aclose(self) -> None:
+        """Close everything that was opened; one failure does not keep the rest open."""
+        if self._connection is not None:
+            connection, self._connection = self._connection, None
+            await connection.close()
+        for store in ("_recorder", "shop", "_audit_log", "threads"):
+            if (opened := self.__dict__.pop(store, None)) is not None:
+                try:
+                    opened.close()
+                except Exception:
+                    log.exception("closing the %s failed", store.strip("_"))
+        if self._owns_model:
+            # ChatMistralAI keeps an httpx client per mode; the offline model has none.
+            if isinstance(client := getattr(self.model, "async_client", None), httpx.AsyncClient):
+                await client.aclose()
+            if isinstance(client := getattr(self.model, "client", None), httpx.Client):
+                client.close()
+
+    async def __aenter__(self) -> ShopBotEngine:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # --- reading ---------------------------------------------------------------------
+
+    @property
+    def audit(self) -> AuditLog:
+        """The audit log, with every event recorded so far stored and readable."""
+        self._recorder.flush()
+        return self._audit_log
+
+    def list_threads(self, limit: int = 200) -> list[ThreadInfo]:
+        return self.threads.list(limit=limit)
+
+    def thread(self, thread_id: str) -> ThreadInfo | None:
+        return self.threads.get(thread_id)
+
+    def transcript(self, thread_id: str, limit: int | None = None) -> list[ChatLine]:
+        return self.threads.lines(thread_id, limit=limit)
+
+    async def pending_approval(self, thread_id: str) -> ApprovalRequest | None:
+        """The decision this thread waits for, if any (it survives restarts)."""
+        return _pending_in(thread_id, await self._snapshot(thread_id))
+
+    async def active_agent(self, thread_id: str) -> str:
+        return _active_in(await self._snapshot(thread_id))
+
+    # --- acting ----------------------------------------------------------------------
+
+    async def run_turn(
+        self, thread_id: str, text: str, *, customer: str | None = None
+    ) -> AsyncIterator[EngineEvent]:
+        """One customer message, answered: a stream of events ending with `TurnFinished`."""
+        thread_id = self._valid_thread_id(thread_id)
+        try:
+            # A pasted key or token never enters the conversation, the model or any store.
+            message = redact(clean_message(text))
+        except MessageRejected as exc:
+            raise InputError(str(exc)) from exc
+        customer = self._customer_for(thread_id, customer)
+        async with self._turn(thread_id):
+            agent, pending = await self._where_it_stands(thread_id)
+            if pending is not None:
+                what = pending.kind.replace("_", " ")
+                raise InputError(
+                    f"Thread {thread_id} is waiting for a decision ({what}: "
+                    f"{', '.join(pending.options)}). Answer it first, e.g. "
+                    f"`shopbot resume {thread_id} {pending.options[0]}`; nothing was sent."
+                )
+            self.threads.ensure(thread_id, customer=customer)
+            self.threads.update(thread_id, title=message, count_turn=True, status="answering")
+            self.threads.append_line(thread_id, "customer", message)
+            self._recorder.append(
+                "turn_started", thread_id=thread_id, detail={"chars": len(message)}
+            )
+            graph_input = {"messages": [HumanMessage(content=message)], "handoffs": 0}
+            async for event in self._drive(graph_input, thread_id, customer, agent):
+                yield event
+
+    async def resume(self, thread_id: str, decision: str) -> AsyncIterator[EngineEvent]:
+        """Answer the pending approval of `thread_id` and let the graph carry on."""
+        thread_id = self._valid_thread_id(thread_id)
+        info = self.threads.get(thread_id)
+        if info is None:
+            raise InputError(f"Unknown thread {thread_id!r}: `shopbot threads` lists them.")
+        async with self._turn(thread_id):
+            before = await self._snapshot(thread_id)
+            pending = _pending_in(thread_id, before)
+            if pending is None:
+                raise InputError(f"Thread {thread_id} has no decision pending; nothing to resume.")
+            choice = decision.strip().lower()
+            if choice not in pending.options:
+                what = pending.kind.replace("_", " ")
+                raise InputError(
+                    f"{decision.strip()!r} is not an option for this {what}; "
+                    f"choose one of: {', '.join(pending.options)}."
+                )
+            self.threads.update(thread_id, status="answering")
+            decided = ApprovalDecided(kind=pending.kind, decision=choice)
+            self._note(thread_id, decided)
+            yield decided
+            resume: Command[Any] = Command(resume=choice)
+            async for event in self._drive(resume, thread_id, info.customer, _active_in(before)):
+                yield event
+
+    async def send(self, thread_id: str, text: str, *, customer: str | None = None) -> TurnResult:
+        """`run_turn` for callers that only want the outcome."""
+        return await _outcome(self.run_turn(thread_id, text, customer=customer))
+
+    async def decide(self, thread_id: str, decision: str) -> TurnResult:
+        return await _outcome(self.resume(thread_id, decision))
+
+    # --- internals ---------------------------------------------------------------------
+
+    def _config(self, thread_id: str) -> dict[str, Any]:
+        return {"configurable": {"thread_id": thread_id}, "recursion_limit": RECURSION_LIMIT}
+
+    async def _where_it_stands(self, thread_id: str) -> tuple[str, ApprovalRequest | None]:
+        """The thread's active agent and pending decision, before a new message.
+
+        A thread the registry shows idle has nothing pending (every turn that pauses records
+        it, see `_finish`), and reading the stored state costs milliseconds per turn; any
+        other thread (new, awaiting a decision, after an error) is read from the checkpoint.
+        """
+        info = self.threads.get(thread_id)
+        if info is not None and info.status == "idle" and info.turns > 0:
+            return info.active_agent, None
+        state = await self._snapshot(thread_id)
+        return _active_in(state), _pending_in(thread_id, state)
+
+    async def _snapshot(self, thread_id: str) -> Any:
+        # With the specialists' own states: an interrupt their state has moved past is stale.
+        return await self.graph.aget_state(self._config(thread_id), subgraphs=True)
+
+    @asynccontextmanager
+    async def _turn(self, thread_id: str) -> AsyncIterator[None]:
+        """One turn at a time per thread: in this process (a lock) and across processes
+        (a lease in the thread registry)."""
+        lock = self._locks.setdefault(thread_id, asyncio.Lock())
+        if lock.locked():
+            raise InputError(f"Thread {thread_id} is already answering a message; wait for it.")
+        async with lock:
+            if not self.threads.claim_turn(thread_id, self._owner):
+                raise InputError(
+                    f"Thread {thread_id} is answering a message in another ShopBot window; "
+                    "wait for it to finish."
+                )
+            try:
+                yield
+            finally:
+                self.threads.release_turn(thread_id, self._owner)
+
+    @staticmethod
+    def _valid_thread_id(thread_id: str) -> str:
+        try:
+            return validate_thread_id(thread_id)
+        except ValueError as exc:
+            raise InputError(str(exc)) from exc
+
+    def _customer_for(self, thread_id: str, customer: str | None) -> str | None:
+        try:
+            customer = person_name(customer)
+        except MessageRejected as exc:
+            raise InputError(str(exc)) from exc
+        info = self.threads.get(thread_id)
+        known = info.customer if info else None
+        if customer and known and customer.casefold() != known.casefold():
+            raise InputError(
+                f"Thread {thread_id} belongs to customer {known}; "
+                f"start a new thread for {customer}."
+            )
+        return customer or known
+
+    async def _drive(
+        self, graph_input: Any, thread_id: str, customer: str | None, agent: str
+    ) -> AsyncIterator[EngineEvent]:
+        config = self._config(thread_id)
+        context = ShopContext(thread_id, customer, self.shop, self._recorder, self.retry)
+        yield AgentChanged(agent=agent)
+        reply = ""
+        failure: TurnFailed | None = None
+        # The approval nodes announce a pause just before they call interrupt().
+        paused = False
+        try:
+            async for _namespace, data in self.graph.astream(
+                graph_input,
+                config,
+                context=context,
+                stream_mode="custom",
+                subgraphs=True,
+                # Checkpoint when the run stops (done, interrupted or failed), not after every
+                # step: it halves a turn's cost and its disk growth. A crash mid-turn loses only
+                # that turn's unfinished steps; the transcript and audit log already hold the
+                # message, and the refund ledger makes a replayed approval pay nothing twice.
+                durability="exit",
+            ):
+                if isinstance(data, TokenDelta):
+                    yield data
+                    continue
+                if isinstance(data, AgentChanged):
+                    agent = data.agent
+                if isinstance(data, ReplyDone):
+                    reply = data.text
+                if isinstance(data, StepChanged) and data.step == "waiting_for_approval":
+                    paused = True
+                self._note(thread_id, data)
+                yield data
+        except ProviderUnavailable as exc:
+            failure = TurnFailed(kind="provider", message=str(exc))
+        except GraphRecursionError:
+            reply = LIMIT_REACHED
+            detail = {"limit": "recursion", "detail": f"more than {RECURSION_LIMIT} steps"}
+            self._recorder.append("limit_reached", thread_id=thread_id, agent=agent, detail=detail)
+            for event in (LimitReached(agent, **detail), ReplyDone(agent, reply)):
+                self._note(thread_id, event)
+                yield event
+        except Exception as exc:
+            log.exception("turn failed on thread %s", thread_id)
+            failure = TurnFailed(
+                kind="internal",
+                message=f"Something went wrong inside ShopBot ({type(exc).__name__}).",
+            )
+        if failure is not None:
+            self._note(thread_id, failure)
+            yield failure
+        result = await self._finish(
+            thread_id, config, reply, failure, agent, look=paused or reply == LIMIT_REACHED
+        )
+        if result.pending is not None:
+            yield ApprovalRequested(result.pending)
+        yield TurnFinished(result)
+
+    async def _finish(
+        self,
+        thread_id: str,
+        config: dict[str, Any],
+        reply: str,
+        failure: TurnFailed | None,
+        agent: str,
+        *,
+        look: bool,
+    ) -> TurnResult:
+        """Record how the turn ended. The stored state is read back only when the turn paused
+        or did not end normally: a plain turn's events already said all there is to know."""
+        closing = reply == LIMIT_REACHED
+        pending: ApprovalRequest | None = None
+        if look or failure is not None:
+            state = await self._snapshot(thread_id)
+            pending = _pending_in(thread_id, state)
+            agent = _active_in(state)
+        if (failure is not None or closing) and pending is None:
+            # The thread must not point at the failed node, nor keep a history Mistral rejects.
+            messages = state.values.get("messages", [])
+            note = LIMIT_REACHED if closing else TURN_FAILED_NOTE
+            repair = repair_tail(messages, note)
+            if closing and not any(isinstance(m, AIMessage) and m.text == note for m in repair):
+                repair.append(AIMessage(content=note))
+            await self.graph.aupdate_state(config, {"messages": repair}, as_node="end_turn")
+        status: TurnStatus
+        if pending is not None:
+            self._note(thread_id, ApprovalRequested(pending))
+            status = "awaiting_approval"
+        else:
+            status = "error" if failure is not None else "done"
+        if reply:
+            self.threads.append_line(thread_id, "assistant", reply, agent=agent)
+        self.threads.update(
+            thread_id, active_agent=agent, status="idle" if status == "done" else status
+        )
+        self._recorder.append(
+            "turn_finished", thread_id=thread_id, agent=agent, detail={"status": status}
+        )
+        return TurnResult(
+            thread_id=thread_id,
+            status=status,
+            reply=reply,
+            active_agent=agent,
+            pending=pending,
+            error=failure.message if failure else None,
+        )
+
+    def _note(self, thread_id: str, event: EngineEvent) -> None:
+        if (line := note_for(event)) is not None:
+            self.threads.append_line(thread_id, "note", line)
+
+
+def _live_interrupts(state: Any) -> list[Any]:
+    """Interrupts still waiting for an answer. When a run resumed past an interrupt and then
+    failed (the provider went down while the refund agent wrote its reply), the parent still
+    lists the old interrupt; the specialist's own state shows it was answered."""
+    live = []
+    for task in state.tasks:
+        sub = task.state
+        if task.interrupts and (sub is None or not hasattr(sub, "interrupts") or sub.interrupts):
+            live.extend(task.interrupts)
+    return live
+
+
+def _pending_in(thread_id: str, state: Any) -> ApprovalRequest | None:
+    for pending in _live_interrupts(state):
+        value = pending.value
+        if isinstance(value, dict) and "options" in value:
+            return ApprovalRequest(
+                thread_id=thread_id,
+                kind=value["kind"],
+                options=tuple(value["options"]),
+                payload={k: v for k, v in value.items() if k not in _NOT_FOR_PEOPLE},
+            )
+    return None
+
+
+def _active_in(state: Any) -> str:
+    return str(state.values.get("active_agent") or DEFAULT_AGENT)
+
+
+async def _outcome(events: AsyncIterator[EngineEvent]) -> TurnResult:
+    result: TurnResult | None = None
+    async for event in events:
+        if isinstance(event, TurnFinished):
+            result = event.result
+    assert result is not None, "every event stream ends with TurnFinished"
+    return result
+
+
+__all__ = ["InputError", "ShopBotEngine"]

@@ -1,0 +1,7 @@
+"""Errors the fronts tell a person about."""
+
+from __future__ import annotations
+
+
+class InputError(Exception):
+    """Bad input from a person: nothing happened, and the message says what to do instead."""
