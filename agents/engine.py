@@ -48,7 +48,7 @@ from agents.model_factory import make_model
 from agents.provider import ProviderUnavailable
 from agents.redaction import redact, register_secret
 from agents.replies import LIMIT_REACHED, TURN_FAILED_NOTE
-from agents.settings import Settings
+from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.shop_data import ShopData
 from agents.specialists.spec import RECURSION_LIMIT
 from agents.sqlite_store import BUSY_TIMEOUT_MS, StorageError, is_busy, open_database
@@ -89,9 +89,12 @@ class ShopBotEngine:
 
     @property
     def model_label(self) -> str:
-        if self.settings.offline or self.model._llm_type == "shopbot-offline-demo":
-            return "offline demo"
-        return self.settings.model_name
+        """What the fronts show as the model: "offline demo" for any in-process model."""
+        from agents.offline.local_model import LocalChatModel
+
+        if isinstance(self.model, LocalChatModel):
+            return OFFLINE_MODEL_LABEL
+        return self.settings.model_label
 
     async def start(self) -> None:
         for secret in self.settings.secrets():
@@ -358,7 +361,7 @@ class ShopBotEngine:
             self._note(thread_id, failure)
             yield failure
         result = await self._finish(
-            thread_id, config, reply, failure, agent, look=paused or reply == LIMIT_REACHED
+            thread_id, config, reply, failure, agent, read_state=paused or reply == LIMIT_REACHED
         )
         if result.pending is not None:
             yield ApprovalRequested(result.pending)
@@ -372,13 +375,13 @@ class ShopBotEngine:
         failure: TurnFailed | None,
         agent: str,
         *,
-        look: bool,
+        read_state: bool,
     ) -> TurnResult:
         """Record how the turn ended. The stored state is read back only when the turn paused
         or did not end normally: a plain turn's events already said all there is to know."""
         closing = reply == LIMIT_REACHED
         pending: ApprovalRequest | None = None
-        if look or failure is not None:
+        if read_state or failure is not None:
             state = await self._snapshot(thread_id)
             pending = _pending_in(thread_id, state)
             agent = _active_in(state)

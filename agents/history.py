@@ -169,11 +169,15 @@ def tool_answer(call: ToolCall, content: str, *, error: bool = False) -> ToolMes
     )
 
 
+def refuse_pending(messages: Sequence[AnyMessage], why: str) -> list[ToolMessage]:
+    """An error answer, saying `why`, to every call still waiting: Mistral insists on one."""
+    return [tool_answer(call, why, error=True) for call in unanswered_calls(messages)]
+
+
 def repair_tail(messages: Sequence[AnyMessage], note: str) -> list[BaseMessage]:
     """Messages to append so a turn cut short leaves a history the next turn can build on."""
     repair: list[BaseMessage] = [
-        tool_answer(call, "Not executed: the turn was stopped before this call ran.", error=True)
-        for call in unanswered_calls(messages)
+        *refuse_pending(messages, "Not executed: the turn was stopped before this call ran.")
     ]
     tail = repair[-1] if repair else (messages[-1] if messages else None)
     if isinstance(tail, ToolMessage):

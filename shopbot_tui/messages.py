@@ -103,7 +103,7 @@ class StepUpdate(TurnMessage):
 
 
 @dataclass
-class GateResult(TurnMessage):
+class GateReported(TurnMessage):
     """A deterministic gate ran on what the model extracted."""
 
     agent: str = ""

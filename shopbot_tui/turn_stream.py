@@ -27,7 +27,7 @@ from agents.facade import (
 )
 from shopbot_tui.messages import (
     AgentSwitched,
-    GateResult,
+    GateReported,
     NoteAdded,
     ProviderRetrying,
     ReplyChunk,
@@ -94,7 +94,7 @@ def translate(thread_id: str, event: EngineEvent) -> Iterator[Message]:
             attempt=event.attempt,
         )
     elif isinstance(event, GateChecked):
-        yield GateResult(
+        yield GateReported(
             thread_id, agent=event.agent, gate=event.gate, ok=event.ok, detail=event.detail
         )
     elif isinstance(event, ReplyDone):

@@ -28,7 +28,7 @@ from shopbot_tui.chat_export import transcript_markdown
 from shopbot_tui.ids import new_thread_id
 from shopbot_tui.messages import (
     AgentSwitched,
-    GateResult,
+    GateReported,
     NoteAdded,
     ReplyChunk,
     ReplyComplete,
@@ -73,7 +73,7 @@ def test_translate_events() -> None:
     failed = list(translate("t", GateChecked("refund_agent", "order_id", False, "Bad id. More.")))
     assert failed == [
         NoteAdded("t", text="gate: order id rejected: Bad id"),
-        GateResult("t", agent="refund_agent", gate="order_id", ok=False, detail="Bad id. More."),
+        GateReported("t", agent="refund_agent", gate="order_id", ok=False, detail="Bad id. More."),
     ]
     correcting = list(translate("t", StepChanged("order_agent", "correcting", "1/2", 1)))
     assert correcting == [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from agents.context import ShopContext
@@ -16,16 +16,12 @@ from agents.events import (
     ReplyDone,
     StepChanged,
 )
-from agents.history import tool_answer, unanswered_calls
+from agents.history import refuse_pending
 from agents.replies import ESCALATED_AFTER_CORRECTIONS, ESCALATED_OVER_LIMIT, LIMIT_REACHED
 from agents.reporting import report
 from agents.specialists.spec import SpecialistSpec
 from agents.state import SpecialistState
 from gates import normalise_order_id
-
-
-def _close_calls(state: SpecialistState, why: str) -> list[BaseMessage]:
-    return [tool_answer(call, why, error=True) for call in unanswered_calls(state["messages"])]
 
 
 def make_escalate(spec: SpecialistSpec) -> Any:
@@ -48,7 +44,8 @@ def make_escalate(spec: SpecialistSpec) -> Any:
         )
         report(runtime, ReplyDone(agent=spec.name, text=text))
         report(runtime, StepChanged(agent=spec.name, step="idle"))
-        closing = _close_calls(state, "Not executed: the case was escalated to a human colleague.")
+        why = "Not executed: the case was escalated to a human colleague."
+        closing = refuse_pending(state["messages"], why)
         return {"messages": [*closing, AIMessage(content=text)]}
 
     return escalate
@@ -65,7 +62,8 @@ def make_stop_turn(spec: SpecialistSpec) -> Any:
             detail=stop,
         )
         report(runtime, ReplyDone(agent=spec.name, text=LIMIT_REACHED))
-        closing = _close_calls(state, "Not executed: the turn was stopped by a safety limit.")
+        why = "Not executed: the turn was stopped by a safety limit."
+        closing = refuse_pending(state["messages"], why)
         return {"messages": [*closing, AIMessage(content=LIMIT_REACHED)]}
 
     return stop_turn

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from agents.context import ShopContext
 from agents.events import GateChecked, StepChanged
-from agents.history import tool_answer, unanswered_calls
+from agents.history import refuse_pending
 from agents.reporting import report
 from agents.specialists.spec import MAX_CORRECTIONS, SpecialistSpec
 from agents.state import SpecialistState
@@ -88,8 +87,5 @@ def gate(
     if error.remedy is Remedy.CORRECT:
         return Command(goto="correct" if attempt < MAX_CORRECTIONS else "escalate", update=update)
     # The customer must supply something, or a rule says no: the model tells them.
-    answers: list[ToolMessage] = [
-        tool_answer(call, f"Not executed. {error}", error=True)
-        for call in unanswered_calls(state["messages"])
-    ]
+    answers = refuse_pending(state["messages"], f"Not executed. {error}")
     return Command(goto="respond", update={**update, "messages": answers})

@@ -43,7 +43,7 @@ def call_signature(call: ToolCall) -> str:
     return f"{call['name']}:{json.dumps(call['args'], sort_keys=True, default=str)}"
 
 
-class _Turn:
+class _ActStep:
     """The answers and bookkeeping of one act step."""
 
     def __init__(self, spec: SpecialistSpec, state: SpecialistState, runtime: Runtime[ShopContext]):
@@ -169,7 +169,7 @@ def make_act(spec: SpecialistSpec, extractor: Extractor) -> Any:
     handoffs = {tool.name: tool for tool in spec.handoff_tools}
 
     async def act(state: SpecialistState, runtime: Runtime[ShopContext]) -> Command[str]:
-        turn = _Turn(spec, state, runtime)
+        turn = _ActStep(spec, state, runtime)
         calls = unanswered_calls(state["messages"])
         handoff = next(
             (c for c in calls if c["name"] in handoffs and MALFORMED not in c["args"]), None
@@ -233,7 +233,7 @@ def make_act(spec: SpecialistSpec, extractor: Extractor) -> Any:
 
 
 async def _hand_off(
-    turn: _Turn, tool: BaseTool, call: ToolCall, calls: list[ToolCall]
+    turn: _ActStep, tool: BaseTool, call: ToolCall, calls: list[ToolCall]
 ) -> Command[str]:
     spec, state, runtime = turn.spec, turn.state, turn.runtime
     target = call["name"].removeprefix("transfer_to_")

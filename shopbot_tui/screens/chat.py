@@ -33,7 +33,7 @@ from shopbot_tui.ids import new_thread_id
 from shopbot_tui.messages import (
     AgentSwitched,
     ChatExported,
-    GateResult,
+    GateReported,
     NoteAdded,
     ProviderRetrying,
     ReplyChunk,
@@ -352,8 +352,8 @@ class ChatScreen(Screen[None]):
                 message.agent, step_text(message.step, message.detail, message.attempt)
             )
 
-    @on(GateResult)
-    def _gate_result(self, message: GateResult) -> None:
+    @on(GateReported)
+    def _gate_reported(self, message: GateReported) -> None:
         if message.thread_id == self.thread_id:
             self._gates.append((message.gate, message.ok, message.detail))
             self.panel.show_gates(self._gates)
