@@ -26,7 +26,6 @@ from agents.audit_writer import AuditWriter
 from agents.context import RetryBudget, ShopContext
 from agents.errors import InputError
 from agents.events import (
-    DEFAULT_AGENT,
     AgentChanged,
     ApprovalDecided,
     ApprovalRequest,
@@ -59,12 +58,9 @@ from agents.thread_registry import (
     ThreadRegistry,
     validate_thread_id,
 )
+from agents.thread_state import active_in, pending_in
 
 log = logging.getLogger("shopbot.engine")
-
-
-# Interrupt payload keys that are engine bookkeeping, not something a reviewer decides on.
-_NOT_FOR_PEOPLE = ("kind", "options", "tool_call_id")
 
 
 class ShopBotEngine:
@@ -177,10 +173,10 @@ class ShopBotEngine:
 
     async def pending_approval(self, thread_id: str) -> ApprovalRequest | None:
         """The decision this thread waits for, if any (it survives restarts)."""
-        return _pending_in(thread_id, await self._snapshot(thread_id))
+        return pending_in(thread_id, await self._snapshot(thread_id))
 
     async def active_agent(self, thread_id: str) -> str:
-        return _active_in(await self._snapshot(thread_id))
+        return active_in(await self._snapshot(thread_id))
 
     # --- acting ----------------------------------------------------------------------
 
@@ -222,7 +218,7 @@ class ShopBotEngine:
             raise InputError(f"Unknown thread {thread_id!r}: `shopbot threads` lists them.")
         async with self._turn(thread_id):
             before = await self._snapshot(thread_id)
-            pending = _pending_in(thread_id, before)
+            pending = pending_in(thread_id, before)
             if pending is None:
                 raise InputError(f"Thread {thread_id} has no decision pending; nothing to resume.")
             choice = decision.strip().lower()
@@ -237,7 +233,7 @@ class ShopBotEngine:
             self._note(thread_id, decided)
             yield decided
             resume: Command[Any] = Command(resume=choice)
-            async for event in self._drive(resume, thread_id, info.customer, _active_in(before)):
+            async for event in self._drive(resume, thread_id, info.customer, active_in(before)):
                 yield event
 
     async def send(self, thread_id: str, text: str, *, customer: str | None = None) -> TurnResult:
@@ -263,7 +259,7 @@ class ShopBotEngine:
         if info is not None and info.status == "idle" and info.turns > 0:
             return info.active_agent, None
         state = await self._snapshot(thread_id)
-        return _active_in(state), _pending_in(thread_id, state)
+        return active_in(state), pending_in(thread_id, state)
 
     async def _snapshot(self, thread_id: str) -> Any:
         # With the specialists' own states: an interrupt their state has moved past is stale.
@@ -383,8 +379,8 @@ class ShopBotEngine:
         pending: ApprovalRequest | None = None
         if read_state or failure is not None:
             state = await self._snapshot(thread_id)
-            pending = _pending_in(thread_id, state)
-            agent = _active_in(state)
+            pending = pending_in(thread_id, state)
+            agent = active_in(state)
         if (failure is not None or closing) and pending is None:
             # The thread must not point at the failed node, nor keep a history Mistral rejects.
             messages = state.values.get("messages", [])
@@ -419,35 +415,6 @@ class ShopBotEngine:
     def _note(self, thread_id: str, event: EngineEvent) -> None:
         if (line := note_for(event)) is not None:
             self.threads.append_line(thread_id, "note", line)
-
-
-def _live_interrupts(state: Any) -> list[Any]:
-    """Interrupts still waiting for an answer. When a run resumed past an interrupt and then
-    failed (the provider went down while the refund agent wrote its reply), the parent still
-    lists the old interrupt; the specialist's own state shows it was answered."""
-    live = []
-    for task in state.tasks:
-        sub = task.state
-        if task.interrupts and (sub is None or not hasattr(sub, "interrupts") or sub.interrupts):
-            live.extend(task.interrupts)
-    return live
-
-
-def _pending_in(thread_id: str, state: Any) -> ApprovalRequest | None:
-    for pending in _live_interrupts(state):
-        value = pending.value
-        if isinstance(value, dict) and "options" in value:
-            return ApprovalRequest(
-                thread_id=thread_id,
-                kind=value["kind"],
-                options=tuple(value["options"]),
-                payload={k: v for k, v in value.items() if k not in _NOT_FOR_PEOPLE},
-            )
-    return None
-
-
-def _active_in(state: Any) -> str:
-    return str(state.values.get("active_agent") or DEFAULT_AGENT)
 
 
 async def _outcome(events: AsyncIterator[EngineEvent]) -> TurnResult:

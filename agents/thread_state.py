@@ -1,0 +1,39 @@
+"""Reading what a thread's stored graph state says: its pending decision, its active agent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.events import DEFAULT_AGENT, ApprovalRequest
+
+# Interrupt payload keys that are engine bookkeeping, not something a reviewer decides on.
+_NOT_FOR_PEOPLE = ("kind", "options", "tool_call_id")
+
+
+def live_interrupts(state: Any) -> list[Any]:
+    """Interrupts still waiting for an answer. When a run resumed past an interrupt and then
+    failed (the provider went down while the refund agent wrote its reply), the parent still
+    lists the old interrupt; the specialist's own state shows it was answered."""
+    live = []
+    for task in state.tasks:
+        sub = task.state
+        if task.interrupts and (sub is None or not hasattr(sub, "interrupts") or sub.interrupts):
+            live.extend(task.interrupts)
+    return live
+
+
+def pending_in(thread_id: str, state: Any) -> ApprovalRequest | None:
+    for pending in live_interrupts(state):
+        value = pending.value
+        if isinstance(value, dict) and "options" in value:
+            return ApprovalRequest(
+                thread_id=thread_id,
+                kind=value["kind"],
+                options=tuple(value["options"]),
+                payload={k: v for k, v in value.items() if k not in _NOT_FOR_PEOPLE},
+            )
+    return None
+
+
+def active_in(state: Any) -> str:
+    return str(state.values.get("active_agent") or DEFAULT_AGENT)
