@@ -373,16 +373,7 @@ class _SchemaErrors:
         if not isinstance(value, int) or isinstance(value, bool):
             self.add("int_type", loc, "Input should be a valid integer", value)
             return False
-        if ge is not None and value < ge:
-            self.add(
-                "greater_than_equal",
-                loc,
-                f"Input should be greater than or equal to {ge}",
-                value,
-                {"ge": ge},
-            )
-            return False
-        return True
+        return self._within(value, loc, ge, None)
 
     def number(
         self,
@@ -398,23 +389,16 @@ class _SchemaErrors:
         if not isinstance(value, int | float) or isinstance(value, bool):
             self.add("float_type", loc, "Input should be a valid number", value)
             return False
+        return self._within(value, loc, ge, le)
+
+    def _within(self, value: float, loc: Loc, ge: float | None, le: float | None) -> bool:
         if ge is not None and value < ge:
-            self.add(
-                "greater_than_equal",
-                loc,
-                f"Input should be greater than or equal to {ge}",
-                value,
-                {"ge": ge},
-            )
+            message = f"Input should be greater than or equal to {ge}"
+            self.add("greater_than_equal", loc, message, value, {"ge": ge})
             return False
         if le is not None and value > le:
-            self.add(
-                "less_than_equal",
-                loc,
-                f"Input should be less than or equal to {le}",
-                value,
-                {"le": le},
-            )
+            message = f"Input should be less than or equal to {le}"
+            self.add("less_than_equal", loc, message, value, {"le": le})
             return False
         return True
 
