@@ -141,6 +141,16 @@ def screen_lines(table: AuditEventTable) -> list[str]:
     return [table.render_line(y).text for y in range(table.size.height)]
 
 
+async def detail_of(pilot: Pilot[None], screen: AuditViewerScreen, event_id: int) -> str:
+    """The detail pane once it shows event `event_id` (the cursor's move is a message away)."""
+    for _ in range(100):
+        text = detail_text(screen)
+        if text.startswith(f"id        {event_id}\n"):
+            return text
+        await pilot.pause()
+    raise AssertionError(f"the detail pane never showed event {event_id}: {text[:80]!r}")
+
+
 def detail_text(screen: AuditViewerScreen) -> str:
     parts = []
     for static_id in ("#audit-detail-fields", "#audit-detail-json"):
@@ -301,11 +311,9 @@ async def test_markup_and_escapes_are_shown_literally(audit_path: Path) -> None:
         assert "\x1b" not in painted
 
         table.move_to_event(7)
-        await pilot.pause()
-        assert f'"reason": "{MARKUP}"' in detail_text(screen)
+        assert f'"reason": "{MARKUP}"' in await detail_of(pilot, screen, 7)
         table.move_to_event(8)
-        await pilot.pause()
-        shown = detail_text(screen)
+        shown = await detail_of(pilot, screen, 8)
         assert '"message": "[link=http://evil]y[/link] \\u001b[31mred\\u001b[0m angry"' in shown
         assert "\x1b" not in shown
 
