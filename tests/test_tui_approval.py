@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Button, Input
 
 from agents.replies import COMPLAINT_DECISIONS
@@ -34,13 +35,19 @@ def modal_text(screen: ApprovalScreen) -> str:
     )
 
 
+async def dialog_after(pilot: Pilot[None], text: str) -> ApprovalScreen:
+    """Send `text` and return the approval dialog it must open."""
+    await send(pilot, text)
+    screen = pilot.app.screen
+    assert isinstance(screen, ApprovalScreen)
+    return screen
+
+
 async def test_refund_opens_the_modal_and_approve_by_key(tmp_path: Path) -> None:
     app = make_app(tmp_path, customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await send(pilot, REFUND)
-        screen = app.screen
-        assert isinstance(screen, ApprovalScreen)
+        screen = await dialog_after(pilot, REFUND)
         text = modal_text(screen)
         for expected in ("Refund of ORD-005 for $59.50", "Sam", "Bluetooth Speaker"):
             assert expected in text
@@ -72,8 +79,7 @@ async def test_refund_reject(tmp_path: Path) -> None:
     app = make_app(tmp_path, customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await send(pilot, REFUND)
-        assert isinstance(app.screen, ApprovalScreen)
+        await dialog_after(pilot, REFUND)
         await pilot.press("r")
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
@@ -87,9 +93,7 @@ async def test_complaint_review(tmp_path: Path) -> None:
     app = make_app(tmp_path, customer="Alex")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await send(pilot, COMPLAINT)
-        screen = app.screen
-        assert isinstance(screen, ApprovalScreen)
+        screen = await dialog_after(pilot, COMPLAINT)
         text = modal_text(screen)
         assert "angry" in text and "two weeks late" in text and "Alex" in text
         labels = [str(button.label) for button in screen.query(Button)]
@@ -162,9 +166,7 @@ async def test_stray_keys_cannot_decide_before_the_modal_is_armed(
     app = make_app(tmp_path, customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await send(pilot, REFUND)
-        screen = app.screen
-        assert isinstance(screen, ApprovalScreen)
+        screen = await dialog_after(pilot, REFUND)
         await pilot.press("a", "enter")  # the person was still typing
         await pilot.pause()
         assert app.screen is screen

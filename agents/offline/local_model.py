@@ -101,6 +101,12 @@ class LocalChatModel(BaseChatModel):
         # In-process: no executor thread, unlike BaseChatModel's default.
         return ChatResult(generations=[ChatGeneration(message=self._reply(messages, kwargs))])
 
+    async def _pace(self, index: int) -> None:
+        """Wait before streamed piece `index`; subclasses pace a stream differently."""
+        del index
+        if self.token_delay:
+            await asyncio.sleep(self.token_delay)
+
     async def _astream(
         self,
         messages: list[BaseMessage],
@@ -110,9 +116,8 @@ class LocalChatModel(BaseChatModel):
     ) -> AsyncIterator[ChatGenerationChunk]:
         message = self._reply(messages, kwargs)
         text = message.text if isinstance(message.text, str) else ""
-        for piece in _WORDS.findall(text):
-            if self.token_delay:
-                await asyncio.sleep(self.token_delay)
+        for index, piece in enumerate(_WORDS.findall(text)):
+            await self._pace(index)
             chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
             if run_manager:
                 await run_manager.on_llm_new_token(piece, chunk=chunk)

@@ -1296,29 +1296,29 @@ class FakeMistralServer:
         with self._lock:
             return list(self._records)
 
+    def _of_kind(self, *kinds: str) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self._records if r.kind in kinds]
+
     @property
     def rejections(self) -> list[RecordedRequest]:
         """Requests refused for breaking the API's rules (401/404/405/422/400)."""
-        with self._lock:
-            return [r for r in self._records if r.kind == "rejected"]
+        return self._of_kind("rejected")
 
     @property
     def script_errors(self) -> list[RecordedRequest]:
         """Requests answered 500 because the script had no (plausible) answer."""
-        with self._lock:
-            return [r for r in self._records if r.kind == "script_error"]
+        return self._of_kind("script_error")
 
     @property
     def internal_errors(self) -> list[RecordedRequest]:
         """Requests that hit a bug in the fake itself (500)."""
-        with self._lock:
-            return [r for r in self._records if r.kind == "internal_error"]
+        return self._of_kind("internal_error")
 
     @property
     def faults(self) -> list[RecordedRequest]:
         """Requests answered with an injected fault or dropped connection."""
-        with self._lock:
-            return [r for r in self._records if r.kind in ("fault", "disconnected")]
+        return self._of_kind("fault", "disconnected")
 
     @property
     def served(self) -> int:

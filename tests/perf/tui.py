@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 from pydantic import PrivateAttr
 from textual import events
@@ -84,6 +84,16 @@ class StreamingReplyModel(OfflineDemoModel):
             return super().answer(messages, tools, tool_choice)
         return AIMessage(content=self.reply)
 
+    async def _pace(self, index: int) -> None:
+        # A fixed schedule, not a fixed delay: a late loop gets the overdue pieces in a burst.
+        now = time.perf_counter()
+        if index == 0:
+            self._marks["first_token"] = now
+        delay = self._marks["first_token"] + index / self.rate - now
+        if delay > 0:
+            await asyncio.sleep(delay)
+        self._marks["pieces"] = index + 1
+
     async def _astream(
         self,
         messages: list[BaseMessage],
@@ -91,26 +101,9 @@ class StreamingReplyModel(OfflineDemoModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        message = self._reply(messages, kwargs)
-        text = message.text if isinstance(message.text, str) else ""
-        pieces = _pieces(text)
-        start = time.perf_counter()
-        self._marks["first_token"] = start
-        for index, piece in enumerate(pieces):
-            delay = start + index / self.rate - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
-            if run_manager:
-                await run_manager.on_llm_new_token(piece, chunk=chunk)
+        async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
             yield chunk
         self._marks["last_token"] = time.perf_counter()
-        self._marks["pieces"] = len(pieces)
-        yield ChatGenerationChunk(
-            message=AIMessageChunk(
-                content="", usage_metadata=message.usage_metadata, chunk_position="last"
-            )
-        )
 
 
 def stuck_state(app: Any) -> str:
