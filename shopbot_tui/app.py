@@ -7,6 +7,7 @@ the facade is imported in a thread once the first screen is on the terminal.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
@@ -87,6 +88,10 @@ class ShopBotApp(App[int]):
             factory = self._engine_factory or await self._default_factory(engine_class)
             engine = factory()
             await engine.start()
+            # What is alive now (Textual, LangChain, LangGraph, pydantic: a few hundred
+            # thousand objects) stays alive: out of the collector's sight, a full collection
+            # no longer walks it, and no longer stalls a streaming reply by ~0.1 s.
+            gc.freeze()
         except Exception as exc:
             self.post_message(EngineFailed(str(exc) or type(exc).__name__))
         else:

@@ -17,7 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Input, LoadingIndicator, Markdown
+from textual.widgets import Footer, Input, LoadingIndicator
 from textual.worker import Worker, WorkerState
 
 from agents.facade import (
@@ -29,6 +29,7 @@ from agents.facade import (
     visible,
 )
 from shopbot_tui.chat_export import export_chat
+from shopbot_tui.collector import CollectorPause
 from shopbot_tui.ids import new_thread_id
 from shopbot_tui.messages import (
     AgentSwitched,
@@ -106,6 +107,7 @@ class ChatScreen(Screen[None]):
         self._partials: list[ReplyWriter] = []
         self._gates: list[tuple[str, bool, str]] = []
         self._binding_state: tuple[bool, bool, bool] | None = None
+        self._collector = CollectorPause()
 
     # --- layout ---------------------------------------------------------------------
 
@@ -124,6 +126,10 @@ class ChatScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.panel.show_session(self.thread_id, self.customer)
+
+    def on_unmount(self) -> None:
+        # The app may quit mid-turn: the collector must not stay off behind it.
+        self._collector.release_all()
 
     @property
     def panel(self) -> SidePanel:
@@ -270,7 +276,7 @@ class ChatScreen(Screen[None]):
         """Start the one turn worker of `thread_id`."""
         from agents.facade import InputError  # loaded by now: the engine is running
 
-        self.busy.add(thread_id)
+        self._turn_started(thread_id)
         self.run_worker(
             drive_turn(
                 self.post_message,
@@ -291,7 +297,7 @@ class ChatScreen(Screen[None]):
 
     @on(TurnRefused)
     async def _turn_refused(self, message: TurnRefused) -> None:
-        self.busy.discard(message.thread_id)
+        self._turn_over(message.thread_id)
         if message.thread_id != self.thread_id:
             return
         # The text was never taken out of the input: the person can fix and resend it.
@@ -322,7 +328,7 @@ class ChatScreen(Screen[None]):
         if message.thread_id != self.thread_id:
             return
         if self._reply is not None and self._reply.agent != message.agent:
-            await self._park_reply()
+            self._park_reply()
         if self._reply is None:
             self._reply = ReplyWriter(self.chat_log, message.agent)
         await self._reply.write(message.text)
@@ -332,7 +338,7 @@ class ChatScreen(Screen[None]):
         if message.thread_id != self.thread_id:
             return
         if self._reply is None or self._reply.agent != message.agent:
-            await self._park_reply()
+            self._park_reply()
             self._reply = ReplyWriter(self.chat_log, message.agent)
         await self._reply.finish(message.text)
         self._reply = None
@@ -368,7 +374,7 @@ class ChatScreen(Screen[None]):
         if message.thread_id != self.thread_id:
             return
         # Tokens of the failed attempt are not part of any reply.
-        await self._park_reply()
+        self._park_reply()
         await self._discard_partials()
         self.notify(
             f"{message.reason} Retrying in {message.delay:.1f}s (attempt {message.attempt}).",
@@ -391,7 +397,7 @@ class ChatScreen(Screen[None]):
 
     @on(TurnEnded)
     async def _turn_ended(self, message: TurnEnded) -> None:
-        self.busy.discard(message.thread_id)
+        self._turn_over(message.thread_id)
         result = message.result
         if message.thread_id != self.thread_id:
             if result is not None and result.pending is not None:
@@ -405,7 +411,7 @@ class ChatScreen(Screen[None]):
                 self.notify(f"Thread {message.thread_id} has a new reply.", markup=False)
             return
         # Only replies the engine confirmed (ReplyDone) stay on screen, as in the transcript.
-        await self._park_reply()
+        self._park_reply()
         await self._discard_partials()
         if result is None:
             self.panel.show_agent(self.panel.agent, step_text("idle"))
@@ -421,11 +427,11 @@ class ChatScreen(Screen[None]):
     def _worker_changed(self, event: Worker.StateChanged) -> None:
         group = event.worker.group
         if event.state == WorkerState.CANCELLED and group.startswith("turn:"):
-            self.busy.discard(group.removeprefix("turn:"))
+            self._turn_over(group.removeprefix("turn:"))
         if event.state != WorkerState.ERROR:
             return
         # Workers are started with exit_on_error=False: no failure may pass unseen.
-        self.busy.discard(group.removeprefix("turn:"))
+        self._turn_over(group.removeprefix("turn:"))
         self.notify(
             f"Something stopped unexpectedly ({redact(str(event.worker.error))}).",
             title="ShopBot error",
@@ -464,10 +470,17 @@ class ChatScreen(Screen[None]):
     async def _add(self, widget: Widget) -> None:
         await self.chat_log.mount(widget)
 
-    async def _park_reply(self) -> None:
+    def _turn_started(self, thread_id: str) -> None:
+        self.busy.add(thread_id)
+        self._collector.hold(thread_id)
+
+    def _turn_over(self, thread_id: str) -> None:
+        self.busy.discard(thread_id)
+        self._collector.release(thread_id)
+
+    def _park_reply(self) -> None:
         """Stop streaming into the current reply; it stays only if ReplyDone confirms it."""
         if self._reply is not None:
-            await self._reply.stop()
             self._partials.append(self._reply)
             self._reply = None
 
@@ -477,7 +490,7 @@ class ChatScreen(Screen[None]):
             await writer.discard()
 
     async def _finish_streaming(self) -> None:
-        await self._park_reply()
+        self._park_reply()
         await self._discard_partials()
 
     # --- actions -----------------------------------------------------------------------
@@ -578,10 +591,3 @@ class ChatScreen(Screen[None]):
             self.chat_log.scroll_page_up()
         else:
             self.chat_log.scroll_page_down()
-
-    @on(Markdown.LinkClicked)
-    def _link_clicked(self, event: Markdown.LinkClicked) -> None:
-        # A link written by a model is not opened for the person: copied, and shown whole.
-        event.stop()
-        self.app.copy_to_clipboard(event.href)
-        self.notify(f"Link copied, not opened: {event.href}", title="Link", markup=False)

@@ -1,0 +1,174 @@
+"""The streamed reply: Markdown rendered into kept lines, and what the screen pays per token.
+
+- Streaming a reply in pieces shows exactly what rendering the finished reply shows (the
+  settled chunks join as Rich would have rendered the whole).
+- A taller reply lays the screen out at most every LAYOUT_EVERY seconds; text within the
+  lines already there is painted at once.
+- Full garbage collections wait while a turn runs, and come back after it.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+from rich.style import Style
+from textual.app import App, ComposeResult
+
+from shopbot_tui.collector import CollectorPause
+from shopbot_tui.widgets.conversation import (
+    LAYOUT_EVERY,
+    SETTLE_AFTER_BLOCKS,
+    AssistantReply,
+    ChatLog,
+    MarkdownLines,
+)
+
+BLOCKS = [
+    "# Your order",
+    "## Delivery",
+    "### Update 3",
+    "Your order left our warehouse this morning and the courier expects to deliver it "
+    "within two business days, so there is nothing you need to do right now.",
+    "A short line with **bold**, *emphasis*, `code` and [a link](https://example.com).",
+    "- first item of a list\n- second item, a little longer than the first one\n- third",
+    "1. open the box\n2. check the screen\n3. write to us",
+    "> what the customer said\n> over two lines",
+    "```python\nrefund = order.total\nprint(refund)\n```",
+    "---",
+    "| order | status |\n|---|---|\n| ORD-001 | Delivered |",
+    "[bold]not markup[/bold] and \\[escaped]",
+]
+
+
+def plain(lines: list[list[object]]) -> list[str]:
+    return ["".join(segment.text for segment in line).rstrip() for line in lines]  # type: ignore[attr-defined]
+
+
+def whole_and_streamed(document: str, cuts: list[int], width: int) -> tuple[list[str], list[str]]:
+    console = Console(width=200, color_system=None)
+    style = Style()
+    whole = MarkdownLines(document)
+    streamed = MarkdownLines()
+    start = 0
+    for cut in sorted({c % (len(document) + 1) for c in cuts} | {len(document)}):
+        streamed.append(document[start:cut])
+        start = cut
+        streamed.lines(console, width, style)  # rendered as it streams, as on screen
+    streamed.settle()
+    return plain(whole.lines(console, width, style)), plain(streamed.lines(console, width, style))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    blocks=st.lists(st.sampled_from(BLOCKS), min_size=1, max_size=9),
+    cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=40),
+    width=st.integers(min_value=20, max_value=100),
+)
+def test_a_streamed_reply_renders_exactly_as_the_whole(
+    blocks: list[str], cuts: list[int], width: int
+) -> None:
+    document = "\n\n".join(blocks) + "\n"
+    whole, streamed = whole_and_streamed(document, cuts, width)
+    assert streamed == whole
+
+
+def test_a_long_reply_settles_into_chunks_and_keeps_its_source() -> None:
+    document = "\n\n".join(BLOCKS * 3) + "\n"
+    lines = MarkdownLines()
+    for start in range(0, len(document), 7):
+        lines.append(document[start : start + 7])
+    # Older blocks were settled while streaming: only the newest few are rendered again.
+    assert len(lines.chunks) >= 3
+    assert len(lines.tail.source.split("\n\n")) <= SETTLE_AFTER_BLOCKS + 1
+    assert lines.source == document
+
+
+def test_markup_in_a_reply_is_text() -> None:
+    whole, streamed = whole_and_streamed("[bold]hi[/] [link=http://evil]x[/link]\n", [3, 9], 60)
+    assert whole == streamed == ["[bold]hi[/] [link=http://evil]x[/link]"]
+
+
+class ReplyApp(App[None]):
+    def compose(self) -> ComposeResult:
+        with ChatLog():
+            yield AssistantReply("order_agent", complete=False)
+
+
+async def test_a_taller_reply_waits_for_the_next_layout_but_new_text_shows_at_once() -> None:
+    app = ReplyApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        reply = app.query_one(AssistantReply)
+        await pilot.pause(LAYOUT_EVERY * 1.5)
+        reply.append("First line")
+        await pilot.pause()
+        assert reply.content_size.height == 1  # the last layout was long ago: at once
+        # More words on the same line: painted, no layout to wait for.
+        reply.append(" of the reply.")
+        assert reply._grow_timer is None
+        await pilot.pause()
+        assert reply.render_line(0).text.rstrip() == "First line of the reply."
+        # Two more paragraphs right after a layout: the screen is laid out again later.
+        reply.append("\n\nSecond paragraph.")
+        reply.append("\n\nThird paragraph.")
+        assert reply._grow_timer is not None
+        await pilot.pause()
+        assert reply.content_size.height == 1
+        await pilot.pause(LAYOUT_EVERY * 2)
+        assert reply.content_size.height == 5
+        assert reply.render_line(4).text.rstrip() == "Third paragraph."
+        reply.mark_complete()
+        await pilot.pause()
+        assert reply.complete and reply.border_title == "Order agent"
+
+
+async def test_completing_a_reply_shows_the_lines_still_waiting() -> None:
+    app = ReplyApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        reply = app.query_one(AssistantReply)
+        await pilot.pause(LAYOUT_EVERY * 1.5)
+        reply.append("One.")
+        await pilot.pause()
+        reply.append("\n\nTwo.")
+        assert reply._grow_timer is not None
+        reply.mark_complete()
+        await pilot.pause()
+        assert reply.content_size.height == 3 and reply._grow_timer is None
+
+
+def test_full_collections_wait_while_a_turn_runs() -> None:
+    before = gc.get_threshold()
+    pause = CollectorPause()
+    try:
+        pause.hold("t-1")
+        pause.hold("t-2")
+        young, middle, full = gc.get_threshold()
+        assert (young, middle) == before[:2] and full > 1_000_000
+        pause.release("t-1")
+        assert gc.get_threshold()[2] == full  # another turn still runs
+        pause.release("t-unknown")
+        assert pause.held
+        pause.release("t-2")
+        assert gc.get_threshold() == before and not pause.held
+        pause.hold("t-3")
+        pause.release_all()
+        assert gc.get_threshold() == before
+    finally:
+        gc.set_threshold(*before)
+
+
+@pytest.mark.parametrize("keys", [["a"], ["a", "b", "a"]])
+def test_releasing_twice_does_not_change_thresholds(keys: list[str]) -> None:
+    before = gc.get_threshold()
+    pause = CollectorPause()
+    try:
+        for key in keys:
+            pause.hold(key)
+        for key in keys * 2:
+            pause.release(key)
+        assert gc.get_threshold() == before
+    finally:
+        gc.set_threshold(*before)
