@@ -59,7 +59,7 @@ from shopbot_tui.widgets.side_panel import SidePanel, step_text
 if TYPE_CHECKING:
     from agents.facade import ChatLine, EngineEvent, ShopBotEngine
 
-# Mounting thousands of Markdown widgets would make opening an old thread slow; the
+# Mounting thousands of widgets would make opening an old thread slow; the
 # export (ctrl+s) always has the whole transcript.
 HISTORY_LINES = 200
 WELCOME = "New conversation. Ask about an order (they look like ORD-001), a refund or a complaint."

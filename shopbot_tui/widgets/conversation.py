@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from copy import copy
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from time import monotonic
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
 from rich.console import Console
-from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
 from rich.style import Style
 from textual.containers import VerticalScroll
@@ -27,6 +26,10 @@ from textual.widgets import Static
 
 from agents.facade import AGENT_TITLES, visible
 
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from rich.markdown import Markdown as RichMarkdown
+
 # Why not Textual's `Markdown` widget fed by a `MarkdownStream`: its `append` keeps
 # `App.batch_update` open while it awaits the mounting of new blocks, and it re-mounts a
 # whole list (four widgets per item) for every token that lands in one. At 500 tokens/s
@@ -37,12 +40,37 @@ from agents.facade import AGENT_TITLES, visible
 SETTLE_AFTER_BLOCKS = 2
 LAYOUT_EVERY = 0.1
 KEEP_OPEN_BLOCKS = 1
-_PARSER = MarkdownIt("gfm-like")
+
+
+@cache
+def _parser() -> MarkdownIt:
+    """The parser Rich's Markdown builds for itself, built once: Rich builds one per document,
+    which was most of the cost of rendering a short streamed tail. Imported on first use
+    (with Rich's Markdown): nothing on the first frame needs it."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt().enable("strikethrough").enable("table")
+
+
+@cache
+def _rich_template() -> RichMarkdown:
+    from rich.markdown import Markdown
+
+    # hyperlinks=False: a link a model wrote shows its address and is not clickable.
+    return Markdown("", hyperlinks=False)
+
+
+def rich_markdown(source: str) -> RichMarkdown:
+    """Rich's Markdown of `source`, parsed with the shared parser."""
+    markdown = copy(_rich_template())
+    markdown.markup = source
+    markdown.parsed = _parser().parse(source)
+    return markdown
 
 
 def block_starts(source: str) -> list[int]:
     """Line numbers where the top-level Markdown blocks of `source` start."""
-    tokens = _PARSER.parse(source)
+    tokens = _parser().parse(source)
     return [t.map[0] for t in tokens if t.level == 0 and t.nesting != -1 and t.map is not None]
 
 
@@ -70,7 +98,7 @@ class _Rendered:
 
     @cached_property
     def ends_with_rule(self) -> bool:
-        blocks = [t for t in _PARSER.parse(self.source) if t.level == 0 and t.nesting != -1]
+        blocks = [t for t in _parser().parse(self.source) if t.level == 0 and t.nesting != -1]
         return bool(blocks) and blocks[-1].type == "hr"
 
 
@@ -80,20 +108,6 @@ class _Rendered:
 _AFTER_BLOCK = "x\n\n"
 _AFTER_RULE = "---\n\n"
 _LEAD_LINES: dict[tuple[int, str], int] = {}  # how many lines a stand-in takes, by width
-
-# hyperlinks=False: a link a model wrote shows its address and is not clickable.
-_RICH_TEMPLATE = RichMarkdown("", hyperlinks=False)
-# The parser Rich's Markdown builds for itself, built once: Rich builds one per document,
-# which was most of the cost of rendering a short streamed tail.
-_RICH_PARSER = MarkdownIt().enable("strikethrough").enable("table")
-
-
-def rich_markdown(source: str) -> RichMarkdown:
-    """Rich's Markdown of `source`, parsed with the shared parser."""
-    markdown = copy(_RICH_TEMPLATE)
-    markdown.markup = source
-    markdown.parsed = _RICH_PARSER.parse(source)
-    return markdown
 
 
 class MarkdownLines:

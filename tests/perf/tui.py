@@ -135,12 +135,13 @@ def precompile() -> None:
         compileall.compile_dir(root / package, quiet=1)
 
 
-def startup_once(home: Path) -> dict[str, float]:
+def startup_once(home: Path, *, bare: bool = False) -> dict[str, float]:
     precompile()
     out = home / "startup.json"
     t0 = time.monotonic()
+    mode = ["bare"] if bare else []
     subprocess.run(
-        [sys.executable, "-m", "tests.perf.tui_startup", repr(t0), str(home), str(out)],
+        [sys.executable, "-m", "tests.perf.tui_startup", repr(t0), str(home), str(out), *mode],
         check=True,
         timeout=120,
         cwd=Path(__file__).resolve().parents[2],
@@ -255,11 +256,14 @@ async def stream_once(pieces: int) -> dict[str, Any]:
 
 async def measure(quick: bool, progress: Progress) -> tuple[list[Row], dict[str, Any]]:
     startups: list[dict[str, float]] = []
+    bares: list[dict[str, float]] = []
     runs = 1 if quick else 5
     for n in range(runs):
         progress(f"tui: start-up {n + 1}/{runs} (subprocess)")
         with temp_home("tui-startup") as home:
             startups.append(await asyncio.to_thread(startup_once, home))
+        with temp_home("tui-startup-bare") as home:
+            bares.append(await asyncio.to_thread(startup_once, home, bare=True))
     streams: list[dict[str, Any]] = []
     pieces = 300 if quick else 4000
     repeats = 1 if quick else 3
@@ -270,6 +274,7 @@ async def measure(quick: bool, progress: Progress) -> tuple[list[Row], dict[str,
     paint = spread([s["first_paint_s"] for s in startups])
     ready = spread([s["ready_s"] for s in startups])
     imports = spread([s["imports_s"] for s in startups])
+    bare_paint = spread([s["first_paint_s"] for s in bares])
     gaps = [s["max_gap_ms"] for s in streams]
     keys = [k for s in streams for k in s["keystroke_ms"]]
     key_stats = spread(keys)
@@ -283,7 +288,10 @@ async def measure(quick: bool, progress: Progress) -> tuple[list[Row], dict[str,
             "s",
             target=FIRST_PAINT_TARGET_S,
             samples=len(startups),
-            note=f"imports alone {imports['median']:.3f} s; max {paint['max']:.3f} s",
+            note=(
+                f"imports alone {imports['median']:.3f} s; max {paint['max']:.3f} s; "
+                f"the floor here, a bare Textual app: {bare_paint['median']:.3f} s"
+            ),
             extra=paint,
         ),
         Row(
@@ -334,4 +342,4 @@ async def measure(quick: bool, progress: Progress) -> tuple[list[Row], dict[str,
             extra=key_stats,
         ),
     ]
-    return rows, {"startups": startups, "streams": streams}
+    return rows, {"startups": startups, "bare_startups": bares, "streams": streams}

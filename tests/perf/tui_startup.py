@@ -1,4 +1,5 @@
-"""One `shopbot` start-up, timed from process start: `python -m tests.perf.tui_startup T0 HOME OUT`.
+"""One `shopbot` start-up, timed from process start: `python -m tests.perf.tui_startup T0 HOME OUT`
+(or `... T0 HOME OUT bare`: the floor, a Textual app with one line of text and nothing else).
 
 T0 is the parent's `time.monotonic()` just before it spawned this process (CLOCK_MONOTONIC
 is system-wide on Linux), so the figures include interpreter start and every import. The app
@@ -52,9 +53,35 @@ async def run(t0: float, home: Path) -> dict[str, Any]:
     }
 
 
+async def run_bare(t0: float) -> dict[str, Any]:
+    """The same measurement for the smallest Textual app: what any Textual app pays here."""
+    from textual.app import App, ComposeResult
+    from textual.widgets import Static
+
+    from tests.perf.textual_support import install_frame_clock, wait_until
+
+    class Bare(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Static("Loading…")
+
+    imported = time.monotonic()
+    app = Bare()
+    clock = install_frame_clock(app)
+    marks: dict[str, float] = {}
+    clock.listeners.append(lambda _: marks.setdefault("first_paint", time.monotonic()))
+    async with app.run_test(headless=False, size=(120, 40)):
+        await wait_until(lambda: "first_paint" in marks, 60, "the first frame")
+    return {
+        "interpreter_to_main_s": _T_MAIN - t0,
+        "imports_s": imported - t0,
+        "first_paint_s": marks["first_paint"] - t0,
+    }
+
+
 def main() -> None:
     t0, home, out = float(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
-    result = asyncio.run(run(t0, home))
+    bare = sys.argv[4:] == ["bare"]
+    result = asyncio.run(run_bare(t0) if bare else run(t0, home))
     out.write_text(json.dumps(result), encoding="utf-8")
 
 
