@@ -7,7 +7,6 @@ the facade is imported in a thread once the first screen is on the terminal.
 from __future__ import annotations
 
 import asyncio
-import gc
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
@@ -16,6 +15,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from agents.facade import MessageRejected, Settings, load_engine, person_name, validate_thread_id
+from shopbot_tui.collector import set_aside_long_lived
 from shopbot_tui.commands import ShopBotCommands
 from shopbot_tui.ids import new_thread_id
 from shopbot_tui.messages import EngineFailed, EngineReady
@@ -88,10 +88,7 @@ class ShopBotApp(App[int]):
             factory = self._engine_factory or await self._default_factory(engine_class)
             engine = factory()
             await engine.start()
-            # What is alive now (Textual, LangChain, LangGraph, pydantic: a few hundred
-            # thousand objects) stays alive: out of the collector's sight, a full collection
-            # no longer walks it, and no longer stalls a streaming reply by ~0.1 s.
-            gc.freeze()
+            set_aside_long_lived()
         except Exception as exc:
             self.post_message(EngineFailed(str(exc) or type(exc).__name__))
         else:

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.style import Style
 from textual.app import App, ComposeResult
 
-from shopbot_tui.collector import CollectorPause
+from shopbot_tui.collector import FULL_COLLECTION_EVERY, CollectorPause, set_aside_long_lived
 from shopbot_tui.widgets.conversation import (
     LAYOUT_EVERY,
     SETTLE_AFTER_BLOCKS,
@@ -171,4 +171,18 @@ def test_releasing_twice_does_not_change_thresholds(keys: list[str]) -> None:
             pause.release(key)
         assert gc.get_threshold() == before
     finally:
+        gc.set_threshold(*before)
+
+
+def test_long_lived_objects_are_set_aside_once_and_full_collections_stay_rare() -> None:
+    before = gc.get_threshold()
+    marker = object.__new__(type("Marker", (), {}))  # a tracked object alive right now
+    try:
+        set_aside_long_lived()
+        set_aside_long_lived()  # a second app in the process: no runaway threshold
+        assert gc.get_freeze_count() > 0
+        assert marker not in gc.get_objects()  # out of the collector's sight
+        assert gc.get_threshold() == (before[0], before[1], max(before[2], FULL_COLLECTION_EVERY))
+    finally:
+        gc.unfreeze()
         gc.set_threshold(*before)
