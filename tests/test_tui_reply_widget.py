@@ -10,17 +10,20 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
+from rich.segment import Segment
 from rich.style import Style
 from textual.app import App, ComposeResult
+from textual.pilot import Pilot
 
 from shopbot_tui.collector import FULL_COLLECTION_EVERY, CollectorPause, set_aside_long_lived
+from shopbot_tui.widgets import conversation
 from shopbot_tui.widgets.conversation import (
-    LAYOUT_EVERY,
     SETTLE_AFTER_BLOCKS,
     AssistantReply,
     ChatLog,
@@ -44,8 +47,8 @@ BLOCKS = [
 ]
 
 
-def plain(lines: list[list[object]]) -> list[str]:
-    return ["".join(segment.text for segment in line).rstrip() for line in lines]  # type: ignore[attr-defined]
+def plain(lines: list[list[Segment]]) -> list[str]:
+    return ["".join(segment.text for segment in line).rstrip() for line in lines]
 
 
 def whole_and_streamed(document: str, cuts: list[int], width: int) -> tuple[list[str], list[str]]:
@@ -98,45 +101,68 @@ class ReplyApp(App[None]):
             yield AssistantReply("order_agent", complete=False)
 
 
-async def test_a_taller_reply_waits_for_the_next_layout_but_new_text_shows_at_once() -> None:
-    app = ReplyApp()
-    async with app.run_test(size=(60, 20)) as pilot:
-        reply = app.query_one(AssistantReply)
-        await pilot.pause(LAYOUT_EVERY * 1.5)
-        reply.append("First line")
-        await pilot.pause()
-        assert reply.content_size.height == 1  # the last layout was long ago: at once
+class Clock:
+    """The widget's `monotonic`, moved by hand: when the last layout was is up to the test."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(conversation, "monotonic", fake)
+    return fake
+
+
+async def until(pilot: Pilot[None], condition: Callable[[], bool], what: str) -> None:
+    for _ in range(500):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def first_line(pilot: Pilot[None], clock: Clock, text: str) -> AssistantReply:
+    """The reply with one line on screen, laid out at `clock.now`."""
+    reply = pilot.app.query_one(AssistantReply)
+    clock.now += 1  # long after the layout at mount: this one is not held back
+    reply.append(text)
+    await until(pilot, lambda: reply.content_size.height == 1, "the first line")
+    return reply
+
+
+async def test_a_taller_reply_waits_for_the_next_layout_but_new_text_shows_at_once(
+    clock: Clock,
+) -> None:
+    async with ReplyApp().run_test(size=(60, 20)) as pilot:
+        reply = await first_line(pilot, clock, "First line")
         # More words on the same line: painted, no layout to wait for.
         reply.append(" of the reply.")
         assert reply._grow_timer is None
         await pilot.pause()
         assert reply.render_line(0).text.rstrip() == "First line of the reply."
-        # Two more paragraphs right after a layout: the screen is laid out again later.
+        # Two more paragraphs within LAYOUT_EVERY of that layout: laid out a little later.
         reply.append("\n\nSecond paragraph.")
         reply.append("\n\nThird paragraph.")
-        assert reply._grow_timer is not None
-        await pilot.pause()
-        assert reply.content_size.height == 1
-        await pilot.pause(LAYOUT_EVERY * 2)
-        assert reply.content_size.height == 5
+        assert reply._grow_timer is not None and reply.content_size.height == 1
+        await until(pilot, lambda: reply.content_size.height == 5, "the held lines")
         assert reply.render_line(4).text.rstrip() == "Third paragraph."
         reply.mark_complete()
-        await pilot.pause()
         assert reply.complete and reply.border_title == "Order agent"
 
 
-async def test_completing_a_reply_shows_the_lines_still_waiting() -> None:
-    app = ReplyApp()
-    async with app.run_test(size=(60, 20)) as pilot:
-        reply = app.query_one(AssistantReply)
-        await pilot.pause(LAYOUT_EVERY * 1.5)
-        reply.append("One.")
-        await pilot.pause()
+async def test_completing_a_reply_shows_the_lines_still_waiting(clock: Clock) -> None:
+    async with ReplyApp().run_test(size=(60, 20)) as pilot:
+        reply = await first_line(pilot, clock, "One.")
         reply.append("\n\nTwo.")
         assert reply._grow_timer is not None
         reply.mark_complete()
-        await pilot.pause()
-        assert reply.content_size.height == 3 and reply._grow_timer is None
+        assert reply._grow_timer is None
+        await until(pilot, lambda: reply.content_size.height == 3, "the whole reply")
 
 
 def test_full_collections_wait_while_a_turn_runs() -> None:
@@ -174,9 +200,13 @@ def test_releasing_twice_does_not_change_thresholds(keys: list[str]) -> None:
         gc.set_threshold(*before)
 
 
+class Marker:
+    pass
+
+
 def test_long_lived_objects_are_set_aside_once_and_full_collections_stay_rare() -> None:
     before = gc.get_threshold()
-    marker = object.__new__(type("Marker", (), {}))  # a tracked object alive right now
+    marker = Marker()  # a tracked object alive right now
     try:
         set_aside_long_lived()
         set_aside_long_lived()  # a second app in the process: no runaway threshold
