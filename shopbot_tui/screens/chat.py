@@ -374,8 +374,7 @@ class ChatScreen(Screen[None]):
         if message.thread_id != self.thread_id:
             return
         # Tokens of the failed attempt are not part of any reply.
-        self._park_reply()
-        await self._discard_partials()
+        await self._finish_streaming()
         self.notify(
             f"{message.reason} Retrying in {message.delay:.1f}s (attempt {message.attempt}).",
             title="Model provider busy",
@@ -411,8 +410,7 @@ class ChatScreen(Screen[None]):
                 self.notify(f"Thread {message.thread_id} has a new reply.", markup=False)
             return
         # Only replies the engine confirmed (ReplyDone) stay on screen, as in the transcript.
-        self._park_reply()
-        await self._discard_partials()
+        await self._finish_streaming()
         if result is None:
             self.panel.show_agent(self.panel.agent, step_text("idle"))
             return
@@ -490,6 +488,7 @@ class ChatScreen(Screen[None]):
             await writer.discard()
 
     async def _finish_streaming(self) -> None:
+        """Drop whatever was streamed that no ReplyDone confirmed."""
         self._park_reply()
         await self._discard_partials()
 

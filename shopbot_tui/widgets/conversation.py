@@ -68,24 +68,6 @@ def rich_markdown(source: str) -> RichMarkdown:
     return markdown
 
 
-def block_starts(source: str) -> list[int]:
-    """Line numbers where the top-level Markdown blocks of `source` start."""
-    tokens = _parser().parse(source)
-    return [t.map[0] for t in tokens if t.level == 0 and t.nesting != -1 and t.map is not None]
-
-
-def split_settled(source: str, keep: int) -> tuple[str, str]:
-    """(`source` up to its last `keep` blocks, the rest); the two join back to `source`."""
-    if keep <= 0:
-        return source, ""
-    starts = block_starts(source)
-    if len(starts) <= keep:
-        return "", source
-    lines = source.splitlines(keepends=True)
-    cut = starts[-keep]
-    return "".join(lines[:cut]), "".join(lines[cut:])
-
-
 @dataclass
 class _Rendered:
     """A chunk of Markdown source and its lines at one (width, style, lead)."""
@@ -97,9 +79,30 @@ class _Rendered:
     key: tuple[int, Style, str] | None = None
 
     @cached_property
+    def _blocks(self) -> list[tuple[int, str]]:
+        """(first line, token type) of each top-level block: the source is parsed once."""
+        tokens = _parser().parse(self.source)
+        return [
+            (t.map[0], t.type)
+            for t in tokens
+            if t.level == 0 and t.nesting != -1 and t.map is not None
+        ]
+
+    @property
+    def block_count(self) -> int:
+        return len(self._blocks)
+
+    @property
     def ends_with_rule(self) -> bool:
-        blocks = [t for t in _parser().parse(self.source) if t.level == 0 and t.nesting != -1]
-        return bool(blocks) and blocks[-1].type == "hr"
+        return bool(self._blocks) and self._blocks[-1][1] == "hr"
+
+    def split(self, keep: int) -> tuple[str, str]:
+        """(the source up to its last `keep` blocks, the rest); the two join back to it."""
+        if len(self._blocks) <= keep:
+            return "", self.source
+        lines = self.source.splitlines(keepends=True)
+        cut = self._blocks[-keep][0]
+        return "".join(lines[:cut]), "".join(lines[cut:])
 
 
 # Rich decides the blank line before a block from the block before it (a rule brings its
@@ -125,7 +128,7 @@ class MarkdownLines:
     def append(self, text: str) -> None:
         self.tail = _Rendered(self.tail.source + text)
         # A new block starts only on a new line: no need to parse the tail otherwise.
-        if "\n" in text and len(block_starts(self.tail.source)) > SETTLE_AFTER_BLOCKS:
+        if "\n" in text and self.tail.block_count > SETTLE_AFTER_BLOCKS:
             self.settle(keep=KEEP_OPEN_BLOCKS)
 
     def settle(self, *, keep: int = 0) -> None:
@@ -135,7 +138,7 @@ class MarkdownLines:
                 self.chunks.append(self.tail)  # its lines are kept: nothing to render again
                 self.tail = _Rendered("")
             return
-        settled, rest = split_settled(self.tail.source, keep)
+        settled, rest = self.tail.split(keep)
         if settled:
             self.chunks.append(_Rendered(settled))
             self.tail = _Rendered(rest)
