@@ -20,6 +20,7 @@ from shopbot_tui.commands import ShopBotCommands
 from shopbot_tui.ids import new_thread_id
 from shopbot_tui.messages import EngineFailed, EngineReady
 from shopbot_tui.screens.chat import ChatScreen
+from shopbot_tui.widgets.conversation import prepare_markdown
 
 if TYPE_CHECKING:
     from agents.facade import ShopBotEngine
@@ -84,7 +85,7 @@ class ShopBotApp(App[int]):
     async def _load_engine(self) -> None:
         """Import the engine off the event loop (the screen keeps painting), then start it."""
         try:
-            engine_class = await asyncio.to_thread(load_engine)
+            engine_class = await asyncio.to_thread(_load_in_background)
             factory = self._engine_factory or await self._default_factory(engine_class)
             engine = factory()
             await engine.start()
@@ -122,6 +123,12 @@ class ShopBotApp(App[int]):
 
     def action_toggle_dark(self) -> None:
         self.theme = LIGHT_THEME if self.current_theme.dark else DARK_THEME
+
+
+def _load_in_background() -> type[ShopBotEngine]:
+    engine_class = load_engine()
+    prepare_markdown()
+    return engine_class
 
 
 def run_tui(settings: Settings, *, thread_id: str | None, customer: str | None) -> int:

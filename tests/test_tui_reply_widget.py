@@ -2,14 +2,20 @@
 
 - Streaming a reply in pieces shows exactly what rendering the finished reply shows (the
   settled chunks join as Rich would have rendered the whole).
-- A taller reply lays the screen out at most every LAYOUT_EVERY seconds; text within the
-  lines already there is painted at once.
+- A taller reply lays the screen out at most every LAYOUT_EVERY seconds (not while it has
+  just begun); text within the lines already there is painted at once, and a fast reply
+  keeps room below its text so its next lines need no layout. A layout repaints only the
+  new lines, and what it keeps is what a full repaint shows.
 - Full garbage collections wait while a turn runs, and come back after it.
+- The app paints at up to 120 frames a second (Textual's beat), unless the person says.
 """
 
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -19,11 +25,14 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from textual.app import App, ComposeResult
+from textual.geometry import Region
 from textual.pilot import Pilot
+from textual.strip import Strip
 
 from shopbot_tui.collector import FULL_COLLECTION_EVERY, CollectorPause, set_aside_long_lived
 from shopbot_tui.widgets import conversation
 from shopbot_tui.widgets.conversation import (
+    MAX_ROOM_LINES,
     SETTLE_AFTER_BLOCKS,
     AssistantReply,
     ChatLog,
@@ -149,10 +158,11 @@ async def test_a_taller_reply_waits_for_the_next_layout_but_new_text_shows_at_on
         reply.append("\n\nSecond paragraph.")
         reply.append("\n\nThird paragraph.")
         assert reply._grow_timer is not None and reply.content_size.height == 1
-        await until(pilot, lambda: reply.content_size.height == 5, "the held lines")
+        await until(pilot, lambda: reply.content_size.height >= 5, "the held lines")
         assert reply.render_line(4).text.rstrip() == "Third paragraph."
         reply.mark_complete()
         assert reply.complete and reply.border_title == "Order agent"
+        await until(pilot, lambda: reply.content_size.height == 5, "the exact height")
 
 
 async def test_completing_a_reply_shows_the_lines_still_waiting(clock: Clock) -> None:
@@ -163,6 +173,72 @@ async def test_completing_a_reply_shows_the_lines_still_waiting(clock: Clock) ->
         reply.mark_complete()
         assert reply._grow_timer is None
         await until(pilot, lambda: reply.content_size.height == 3, "the whole reply")
+
+
+async def test_a_reply_just_begun_is_not_held_back(clock: Clock) -> None:
+    async with ReplyApp().run_test(size=(60, 20)) as pilot:
+        reply = pilot.app.query_one(AssistantReply)
+        # Its first lines, right after the layout that mounted it: its pace is unknown, so
+        # there is no room below it and nothing waits for LAYOUT_EVERY.
+        reply.append("One.\n\nTwo.\n\nThree.")
+        assert reply._grow_timer is None
+        await until(pilot, lambda: reply.content_size.height == 5, "the first lines")
+
+
+async def write_fast(pilot: Pilot[None], clock: Clock, reply: AssistantReply) -> int:
+    """Ten paragraphs in half a second, a layout for each: the room a fast reply gets."""
+    for n in range(10):
+        clock.now += 0.05
+        reply.append(f"{'' if n == 0 else chr(10) * 2}Paragraph {n}.")
+        await pilot.pause()
+    return reply.content_size.height
+
+
+async def test_a_fast_reply_keeps_room_below_and_fills_it_without_a_layout(
+    clock: Clock,
+) -> None:
+    async with ReplyApp().run_test(size=(60, 40)) as pilot:
+        reply = pilot.app.query_one(AssistantReply)
+        height = await write_fast(pilot, clock, reply)
+        lines = len(reply._content_lines(reply.content_size.width))
+        assert lines == 19
+        # 19 lines in 0.5 s: room below for what it writes in the next ROOM_FOR_SECONDS.
+        assert lines + 2 <= height <= lines + MAX_ROOM_LINES
+        # The next paragraph lands in that room: shown at once, with no layout to wait for
+        # (the clock has not moved: without room it would wait for LAYOUT_EVERY).
+        reply.append("\n\nParagraph 10.")
+        assert reply._grow_timer is None
+        await pilot.pause()
+        assert reply.render_line(20).text.rstrip() == "Paragraph 10."
+        # Done: the room goes.
+        reply.mark_complete()
+        await until(pilot, lambda: reply.content_size.height == 21, "the exact height")
+
+
+async def test_a_layout_repaints_only_the_new_lines_and_they_match_a_full_repaint(
+    clock: Clock,
+) -> None:
+    async with ReplyApp().run_test(size=(60, 80)) as pilot:
+        reply = pilot.app.query_one(AssistantReply)
+        height = await write_fast(pilot, clock, reply)
+        painted: list[int] = []
+        paint = reply.render_line
+
+        def counted(y: int) -> Strip:
+            painted.append(y)
+            return paint(y)
+
+        reply.render_line = counted  # type: ignore[method-assign]
+        # Past the room: the reply grows and the screen is laid out again.
+        clock.now += 1
+        reply.append("".join(f"\n\nMore {n}." for n in range(12)))
+        await until(pilot, lambda: reply.content_size.height > height, "the layout")
+        await pilot.pause()
+        assert painted and min(painted) >= 19  # the 19 lines painted before were kept
+        region = Region(0, 0, *reply.outer_size)
+        kept = [list(strip) for strip in reply.render_lines(region)]
+        reply.refresh()  # forget every painted line
+        assert [list(strip) for strip in reply.render_lines(region)] == kept
 
 
 def test_full_collections_wait_while_a_turn_runs() -> None:
@@ -216,3 +292,18 @@ def test_long_lived_objects_are_set_aside_once_and_full_collections_stay_rare() 
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+@pytest.mark.parametrize(("preset", "expected"), [(None, "120"), ("30", "30")])
+def test_the_app_paints_at_120_frames_a_second_unless_told_otherwise(
+    preset: str | None, expected: str
+) -> None:
+    # A fresh interpreter: in this one, pytest's plugins imported Textual long ago.
+    env = {k: v for k, v in os.environ.items() if k != "TEXTUAL_FPS"}
+    if preset is not None:
+        env["TEXTUAL_FPS"] = preset
+    code = "import shopbot_tui.app, textual.constants as c; print(c.MAX_FPS)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == expected

@@ -106,7 +106,7 @@ class ChatScreen(Screen[None]):
         self._reply: ReplyWriter | None = None
         self._partials: list[ReplyWriter] = []
         self._gates: list[tuple[str, bool, str]] = []
-        self._binding_state: tuple[bool, bool, bool] | None = None
+        self._binding_state: tuple[bool, bool] | None = None
         self._collector = CollectorPause()
 
     # --- layout ---------------------------------------------------------------------
@@ -496,8 +496,10 @@ class ChatScreen(Screen[None]):
 
     def _sync_bindings(self) -> None:
         """Refresh the footer only when what `check_action` looks at changed: a refresh
-        recomposes the whole Footer, and turns change state many times."""
-        state = (self.engine is not None, self.pending is not None, bool(self.last_reply))
+        recomposes the whole Footer (40 ms and a layout), and turns change state many times.
+        So "copy reply" is always on (it says when there is nothing to copy): dimming it until
+        the first reply cost that recompose at the end of the first reply's stream."""
+        state = (self.engine is not None, self.pending is not None)
         if state != self._binding_state:
             self._binding_state = state
             self.refresh_bindings()
@@ -505,8 +507,6 @@ class ChatScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "decide":
             return self.pending is not None
-        if action == "copy_reply":
-            return True if self.last_reply else None
         if action in ("new_thread", "threads", "export_chat"):
             return True if self.engine is not None else None
         return True

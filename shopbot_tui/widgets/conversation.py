@@ -10,6 +10,7 @@ from __future__ import annotations
 from copy import copy
 from dataclasses import dataclass, field
 from functools import cache, cached_property
+from io import StringIO
 from time import monotonic
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,8 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.geometry import Size
+from textual.geometry import Region, Size
+from textual.reactive import Reactive
 from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
 # newest blocks are rendered again as tokens arrive.
 SETTLE_AFTER_BLOCKS = 2
 LAYOUT_EVERY = 0.1
+ROOM_FOR_SECONDS = 4 * LAYOUT_EVERY
+MAX_ROOM_LINES = 20
 KEEP_OPEN_BLOCKS = 1
 
 
@@ -66,6 +70,17 @@ def rich_markdown(source: str) -> RichMarkdown:
     markdown.markup = source
     markdown.parsed = _parser().parse(source)
     return markdown
+
+
+def prepare_markdown() -> None:
+    """Import and exercise the Markdown renderer (Rich's Markdown, markdown-it, Pygments for
+    code) ahead of the first reply, off the event loop: done on the first token, it held
+    the first frames of a streamed reply back by tens of milliseconds."""
+    console = Console(width=40, file=StringIO(), color_system="truecolor")
+    console.render_lines(rich_markdown(_WARM_UP), console.options, pad=True)
+
+
+_WARM_UP = "# A\n\n*b* **c** `d`\n\n- e\n\n1. f\n\n> g\n\n```python\nh = 1\n```\n\n---\n"
 
 
 @dataclass
@@ -181,10 +196,19 @@ class CustomerMessage(Static):
         self.border_title = Content(visible(customer) if customer else "Customer")
 
 
+# Textual lays the whole screen out a second time, a frame later, after any layout that
+# changed a widget's virtual size (`Widget.virtual_size` is declared with layout=True). A
+# growing reply changes its own and the chat's on every layout, so each cost two; the second
+# is redundant here: the anchored chat scrolls during the first, and the scroll bar coming
+# or going asks for its own layout (`show_vertical_scrollbar`).
+_VIRTUAL_SIZE_NO_RELAYOUT: Reactive[Size] = Reactive(Size(0, 0), layout=False, repaint=False)
+
+
 class AssistantReply(Widget):
     """One reply of a specialist, as Markdown; streamed into while it is being written."""
 
     DEFAULT_CSS = "AssistantReply { height: auto; }"
+    virtual_size = _VIRTUAL_SIZE_NO_RELAYOUT
 
     def __init__(self, agent: str, markdown: str = "", *, complete: bool = True) -> None:
         super().__init__()
@@ -194,9 +218,13 @@ class AssistantReply(Widget):
         self._lines: list[list[Segment]] = []
         self._lines_key: tuple[int, Style] | None = None
         self._style: Style | None = None
-        # The height the screen was last laid out with, kept while a taller one waits.
+        # The height the screen was last laid out with (at `_held_width`), kept while a
+        # taller one waits; when that was, and how many blank lines it left below the text.
         self._held_height: int | None = None
+        self._held_width = 0
+        self._room_given = 0
         self._last_layout = 0.0
+        self._started = monotonic()
         self._grow_timer: Timer | None = None
         self._show_title()
 
@@ -206,41 +234,82 @@ class AssistantReply(Widget):
 
     def append(self, text: str) -> None:
         """Add streamed text (already made visible) to the end of the reply."""
+        before = self._lines
         self._markdown.append(text)
         self._lines_key = None
         width = self.content_size.width
         if not width or self._held_height is None:
             self.refresh(layout=True)  # not laid out yet
             return
-        if len(self._content_lines(width)) != self._held_height and self._grow_timer is None:
-            # A taller reply means laying out the whole screen (and scrolling the chat);
-            # at most every LAYOUT_EVERY seconds, while text within the lines shows at once.
-            wait = self._last_layout + LAYOUT_EVERY - monotonic()
-            if wait <= 0:
-                self._grow()
-                return
+        lines = self._content_lines(width)
+        # Only the lines that changed are painted again: repainting all the reply's visible
+        # lines for every few tokens was most of the time a frame took.
+        first = _first_difference(before, lines)
+        last = min(max(len(before), len(lines)), self._held_height)
+        if first < last:
+            self.refresh(Region(0, first, width, last - first))
+        if self._grow_timer is not None:
+            return
+        # A taller reply means laying out the whole screen (and scrolling the chat): at most
+        # every LAYOUT_EVERY seconds, while text within the lines shows at once. It is laid
+        # out early, with this paint, once half the room below the text is used, not in a
+        # frame of its own when the text has run out of room.
+        overflow = len(lines) > self._held_height
+        running_low = len(lines) > self._held_height - self._room_given // 2
+        now = monotonic()
+        wait = self._last_layout + LAYOUT_EVERY - now
+        if now - self._started < 2 * LAYOUT_EVERY:
+            wait = 0  # its pace is not known yet: no room below it, so no holding back
+        if (overflow or running_low) and wait <= 0:
+            self._grow()
+        elif overflow:
             self._grow_timer = self.set_timer(wait, self._grow)
-        self.refresh()  # only this widget is painted again
 
     def _grow(self) -> None:
         self._grow_timer = None
-        self._held_height = None
-        self.refresh(layout=True)
+        # Layout only: `append` repainted the lines whose text changed.
+        self.refresh(Region(0, 0, 0, 0), layout=True)
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        # Textual forgets every painted line of a widget whose size changes. A reply that
+        # only grew taller has its lines where they were (no bottom border or padding):
+        # keep them, or each layout of a streamed reply repaints all of it on screen.
+        old, cache = self.outer_size, self._styles_cache
+        keep = old.height - self.styles.gutter.bottom
+        kept = (
+            {
+                y: strip
+                for y, strip in cache._cache.items()
+                if y < keep and y not in cache._dirty_lines
+            }
+            if size.width == old.width and size.height > old.height
+            else {}
+        )
+        changed = super()._size_updated(size, virtual_size, container_size, layout)
+        if kept:
+            cache._cache.update(kept)
+            cache._dirty_lines.difference_update(kept)
+        return changed
 
     def replace(self, markdown: str) -> None:
         """Show `markdown` instead of what was streamed."""
         self._markdown = MarkdownLines(visible(markdown))
         self._lines_key = None
-        self._grow()
+        if self._grow_timer is not None:
+            self._grow_timer.stop()
+            self._grow_timer = None
+        self.refresh(layout=True)  # every line may differ
 
     def mark_complete(self) -> None:
         """Done: the whole reply is settled and the title loses its "writing…"."""
         self._markdown.settle()
+        self.complete = True
         if self._grow_timer is not None:
             self._grow_timer.stop()
-            self._grow()
+        self._grow()  # the exact height: no more room for lines to come
         # A title, not a CSS class: a class change restyles the widget and its layout.
-        self.complete = True
         self._show_title()
 
     def _show_title(self) -> None:
@@ -266,10 +335,26 @@ class AssistantReply(Widget):
         return self._lines
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        if self._held_height is None or self._grow_timer is None:
-            self._held_height = len(self._content_lines(width))
-            self._last_layout = monotonic()
-        return self._held_height
+        if self._held_height is not None and self._grow_timer is not None:
+            return self._held_height
+        lines = len(self._content_lines(width))
+        now = monotonic()
+        height = lines
+        if not self.complete and self._held_height is not None and width == self._held_width:
+            # While a reply is written, it never shrinks, and a fast one keeps room below
+            # its text for the lines to come: they show without laying the screen out.
+            height = max(self._held_height, lines + self._room(lines, now))
+        self._held_height, self._held_width, self._last_layout = height, width, now
+        self._room_given = height - lines
+        return height
+
+    def _room(self, lines: int, now: float) -> int:
+        """Blank lines for what the reply will write over the next few layout intervals, at
+        the pace it has been written so far (none for a reply written slower than that)."""
+        elapsed = now - self._started
+        if elapsed < LAYOUT_EVERY:
+            return 0
+        return min(MAX_ROOM_LINES, int(lines / elapsed * ROOM_FOR_SECONDS))
 
     def render_line(self, y: int) -> Strip:
         width = self.content_size.width
@@ -277,6 +362,14 @@ class AssistantReply(Widget):
         if y >= len(lines) or (self._held_height is not None and y >= self._held_height):
             return Strip.blank(width, self._base_style)
         return Strip(lines[y], width)
+
+
+def _first_difference(old: list[list[Segment]], new: list[list[Segment]]) -> int:
+    """The index of the first line that differs; settled lines are the very same lists."""
+    for index, (a, b) in enumerate(zip(old, new, strict=False)):
+        if a is not b and a != b:
+            return index
+    return min(len(old), len(new))
 
 
 class SystemNote(Static):
@@ -288,6 +381,8 @@ class SystemNote(Static):
 
 class ChatLog(VerticalScroll):
     """Scrolls the conversation; anchored to the bottom until the person scrolls up."""
+
+    virtual_size = _VIRTUAL_SIZE_NO_RELAYOUT
 
     def on_mount(self) -> None:
         self.anchor()
