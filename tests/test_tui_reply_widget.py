@@ -185,21 +185,21 @@ async def test_a_reply_just_begun_is_not_held_back(clock: Clock) -> None:
         await until(pilot, lambda: reply.content_size.height == 5, "the first lines")
 
 
-async def write_fast(pilot: Pilot[None], clock: Clock, reply: AssistantReply) -> int:
-    """Ten paragraphs in half a second, a layout for each: the room a fast reply gets."""
+async def write_fast(pilot: Pilot[None], clock: Clock) -> tuple[AssistantReply, int]:
+    """Ten paragraphs in half a second, a layout for each: the reply and the height it got."""
+    reply = pilot.app.query_one(AssistantReply)
     for n in range(10):
         clock.now += 0.05
         reply.append(f"{'' if n == 0 else chr(10) * 2}Paragraph {n}.")
         await pilot.pause()
-    return reply.content_size.height
+    return reply, reply.content_size.height
 
 
 async def test_a_fast_reply_keeps_room_below_and_fills_it_without_a_layout(
     clock: Clock,
 ) -> None:
     async with ReplyApp().run_test(size=(60, 40)) as pilot:
-        reply = pilot.app.query_one(AssistantReply)
-        height = await write_fast(pilot, clock, reply)
+        reply, height = await write_fast(pilot, clock)
         lines = len(reply._content_lines(reply.content_size.width))
         assert lines == 19
         # 19 lines in 0.5 s: room below for what it writes in the next ROOM_FOR_SECONDS.
@@ -219,8 +219,7 @@ async def test_a_layout_repaints_only_the_new_lines_and_they_match_a_full_repain
     clock: Clock,
 ) -> None:
     async with ReplyApp().run_test(size=(60, 80)) as pilot:
-        reply = pilot.app.query_one(AssistantReply)
-        height = await write_fast(pilot, clock, reply)
+        reply, height = await write_fast(pilot, clock)
         painted: list[int] = []
         paint = reply.render_line
 
