@@ -215,6 +215,16 @@ async def test_a_fast_reply_keeps_room_below_and_fills_it_without_a_layout(
         await until(pilot, lambda: reply.content_size.height == 21, "the exact height")
 
 
+async def test_a_reply_at_a_model_pace_gets_no_room(clock: Clock) -> None:
+    async with ReplyApp().run_test(size=(60, 40)) as pilot:
+        reply = pilot.app.query_one(AssistantReply)
+        for n in range(6):  # about 5 lines a second: a layout for each line keeps up
+            clock.now += 0.4
+            reply.append(f"{'' if n == 0 else chr(10) * 2}Paragraph {n}.")
+            await pilot.pause()
+        assert reply.content_size.height == 11  # the text, and no blank lines below it
+
+
 async def test_a_layout_repaints_only_the_new_lines_and_they_match_a_full_repaint(
     clock: Clock,
 ) -> None:

@@ -350,11 +350,15 @@ class AssistantReply(Widget):
 
     def _room(self, lines: int, now: float) -> int:
         """Blank lines for what the reply will write over the next few layout intervals, at
-        the pace it has been written so far (none for a reply written slower than that)."""
+        the pace it has been written so far. None when that pace leaves a layout for each
+        new line: then the reply has no blank lines to lose when it is done."""
         elapsed = now - self._started
         if elapsed < LAYOUT_EVERY:
             return 0
-        return min(MAX_ROOM_LINES, int(lines / elapsed * ROOM_FOR_SECONDS))
+        per_second = lines / elapsed
+        if per_second * LAYOUT_EVERY <= 1:
+            return 0
+        return min(MAX_ROOM_LINES, int(per_second * ROOM_FOR_SECONDS))
 
     def render_line(self, y: int) -> Strip:
         width = self.content_size.width
