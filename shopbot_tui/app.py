@@ -7,6 +7,7 @@ the facade is imported in a thread once the first screen is on the terminal.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
@@ -25,6 +26,7 @@ from shopbot_tui.widgets.conversation import prepare_markdown
 if TYPE_CHECKING:
     from agents.facade import ShopBotEngine
 
+log = logging.getLogger("shopbot.tui")
 EngineFactory = Callable[[], "ShopBotEngine"]
 # Visible streaming for a person; tests inject an engine with no delay.
 OFFLINE_TOKEN_DELAY = 0.01
@@ -127,7 +129,11 @@ class ShopBotApp(App[int]):
 
 def _load_in_background() -> type[ShopBotEngine]:
     engine_class = load_engine()
-    prepare_markdown()
+    try:
+        prepare_markdown()
+    except Exception:
+        # Only a head start for the first reply: never a reason not to start.
+        log.warning("warming up the Markdown renderer failed", exc_info=True)
     return engine_class
 
 

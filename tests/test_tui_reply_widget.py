@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 from rich.segment import Segment
@@ -33,6 +33,8 @@ from shopbot_tui.collector import FULL_COLLECTION_EVERY, CollectorPause, set_asi
 from shopbot_tui.widgets import conversation
 from shopbot_tui.widgets.conversation import (
     MAX_ROOM_LINES,
+    ROOM_FOR_SECONDS,
+    ROOM_SHARE_OF_CHAT,
     SETTLE_AFTER_BLOCKS,
     AssistantReply,
     ChatLog,
@@ -48,6 +50,7 @@ BLOCKS = [
     "A short line with **bold**, *emphasis*, `code` and [a link](https://example.com).",
     "- first item of a list\n- second item, a little longer than the first one\n- third",
     "1. open the box\n2. check the screen\n3. write to us",
+    "- a list that a later item continues",
     "> what the customer said\n> over two lines",
     "```python\nrefund = order.total\nprint(refund)\n```",
     "---",
@@ -75,6 +78,8 @@ def whole_and_streamed(document: str, cuts: list[int], width: int) -> tuple[list
 
 
 @settings(max_examples=60, deadline=None)
+# A list settled before the item that continues it, after a blank line, once streamed apart.
+@example(blocks=["---", BLOCKS[6], BLOCKS[6]], cuts=[58], width=20)
 @given(
     blocks=st.lists(st.sampled_from(BLOCKS), min_size=1, max_size=9),
     cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=40),
@@ -213,6 +218,33 @@ async def test_a_fast_reply_keeps_room_below_and_fills_it_without_a_layout(
         # Done: the room goes.
         reply.mark_complete()
         await until(pilot, lambda: reply.content_size.height == 21, "the exact height")
+
+
+async def test_the_room_is_at_most_a_quarter_of_the_chat(clock: Clock) -> None:
+    async with ReplyApp().run_test(size=(60, 24)) as pilot:
+        reply, height = await write_fast(pilot, clock)
+        # Its pace asks for 15 lines (19 in 0.5 s, for ROOM_FOR_SECONDS): it gets fewer.
+        assert 19 < height <= 19 + 24 // ROOM_SHARE_OF_CHAT
+        # The terminal gets shorter: the room shrinks with the chat.
+        await pilot.resize_terminal(60, 12)
+        await until(pilot, lambda: reply.content_size.height <= 19 + 3, "a smaller room")
+
+
+async def test_a_stalled_or_parked_reply_gives_its_room_back(clock: Clock) -> None:
+    async with ReplyApp().run_test(size=(60, 40)) as pilot:
+        reply, height = await write_fast(pilot, clock)
+        assert height > 19
+        clock.now += ROOM_FOR_SECONDS  # nothing written since
+        await until(pilot, lambda: reply.content_size.height == 19, "the room trimmed")
+        # Writing again brings room back; parking it (another agent took over) drops it.
+        for n in range(10, 14):
+            clock.now += 0.05
+            reply.append(f"\n\nParagraph {n}.")
+            await pilot.pause()
+        await until(pilot, lambda: reply.content_size.height > 27, "room again")
+        reply.pause()
+        await until(pilot, lambda: reply.content_size.height == 27, "the exact height")
+        assert not reply.complete
 
 
 async def test_a_reply_at_a_model_pace_gets_no_room(clock: Clock) -> None:

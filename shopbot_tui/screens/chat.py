@@ -479,6 +479,7 @@ class ChatScreen(Screen[None]):
     def _park_reply(self) -> None:
         """Stop streaming into the current reply; it stays only if ReplyDone confirms it."""
         if self._reply is not None:
+            self._reply.pause()
             self._partials.append(self._reply)
             self._reply = None
 

@@ -43,6 +43,7 @@ SETTLE_AFTER_BLOCKS = 2
 LAYOUT_EVERY = 0.1
 ROOM_FOR_SECONDS = 4 * LAYOUT_EVERY
 MAX_ROOM_LINES = 20
+ROOM_SHARE_OF_CHAT = 4  # room is at most a quarter of the chat's height
 KEEP_OPEN_BLOCKS = 1
 
 
@@ -112,12 +113,20 @@ class _Rendered:
         return bool(self._blocks) and self._blocks[-1][1] == "hr"
 
     def split(self, keep: int) -> tuple[str, str]:
-        """(the source up to its last `keep` blocks, the rest); the two join back to it."""
-        if len(self._blocks) <= keep:
+        """(the source up to its last `keep` blocks, the rest); the two join back to it. A
+        list just before the rest goes with the rest: an item still to come would continue
+        it (its numbering, its spacing), even after a blank line."""
+        cut = len(self._blocks) - keep
+        while cut > 0 and self._blocks[cut - 1][1] in _CONTINUABLE:
+            cut -= 1
+        if cut <= 0:
             return "", self.source
         lines = self.source.splitlines(keepends=True)
-        cut = self._blocks[-keep][0]
-        return "".join(lines[:cut]), "".join(lines[cut:])
+        first_kept = self._blocks[cut][0]
+        return "".join(lines[:first_kept]), "".join(lines[first_kept:])
+
+
+_CONTINUABLE = {"bullet_list_open", "ordered_list_open"}
 
 
 # Rich decides the blank line before a block from the block before it (a rule brings its
@@ -223,9 +232,12 @@ class AssistantReply(Widget):
         self._held_height: int | None = None
         self._held_width = 0
         self._room_given = 0
+        self._room_cap = 0
+        self._exact_next = False
         self._last_layout = 0.0
-        self._started = monotonic()
+        self._started = self._last_append = monotonic()
         self._grow_timer: Timer | None = None
+        self._trim_timer: Timer | None = None
         self._show_title()
 
     @property
@@ -248,19 +260,21 @@ class AssistantReply(Widget):
         last = min(max(len(before), len(lines)), self._held_height)
         if first < last:
             self.refresh(Region(0, first, width, last - first))
+        now = self._last_append = monotonic()
         if self._grow_timer is not None:
             return
         # A taller reply means laying out the whole screen (and scrolling the chat): at most
         # every LAYOUT_EVERY seconds, while text within the lines shows at once. It is laid
-        # out early, with this paint, once half the room below the text is used, not in a
-        # frame of its own when the text has run out of room.
+        # out early, with this paint, once half the room below the text is used (if its
+        # pace still asks for more), not in a frame of its own when the text runs out.
         overflow = len(lines) > self._held_height
         running_low = len(lines) > self._held_height - self._room_given // 2
-        now = monotonic()
         wait = self._last_layout + LAYOUT_EVERY - now
         if now - self._started < 2 * LAYOUT_EVERY:
             wait = 0  # its pace is not known yet: no room below it, so no holding back
-        if (overflow or running_low) and wait <= 0:
+        if wait <= 0 and (
+            overflow or (running_low and self._wanted(len(lines), now) > self._held_height)
+        ):
             self._grow()
         elif overflow:
             self._grow_timer = self.set_timer(wait, self._grow)
@@ -306,11 +320,29 @@ class AssistantReply(Widget):
         """Done: the whole reply is settled and the title loses its "writing…"."""
         self._markdown.settle()
         self.complete = True
-        if self._grow_timer is not None:
-            self._grow_timer.stop()
-        self._grow()  # the exact height: no more room for lines to come
+        self.pause()  # the exact height: no more room for lines to come
         # A title, not a CSS class: a class change restyles the widget and its layout.
         self._show_title()
+
+    def pause(self) -> None:
+        """No more text for now (the stream stalled, another agent took over, or it is
+        done): lay the reply out at the height of its text, without the room below it."""
+        for timer in (self._grow_timer, self._trim_timer):
+            if timer is not None:
+                timer.stop()
+        self._grow_timer = self._trim_timer = None
+        self._exact_next = True
+        self._grow()
+
+    def _trim_if_stalled(self) -> None:
+        self._trim_timer = None
+        if self.complete or not self._room_given:
+            return
+        idle = monotonic() - self._last_append
+        if idle >= 0.9 * ROOM_FOR_SECONDS:  # not to the last float: no timer a moment long
+            self.pause()
+        else:
+            self._trim_timer = self.set_timer(ROOM_FOR_SECONDS - idle, self._trim_if_stalled)
 
     def _show_title(self) -> None:
         title = AGENT_TITLES.get(self.agent, self.agent)
@@ -335,30 +367,45 @@ class AssistantReply(Widget):
         return self._lines
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        if self._held_height is not None and self._grow_timer is not None:
+        if (
+            self._held_height is not None
+            and self._grow_timer is not None
+            and width == self._held_width
+        ):
             return self._held_height
         lines = len(self._content_lines(width))
         now = monotonic()
+        self._room_cap = min(MAX_ROOM_LINES, container.height // ROOM_SHARE_OF_CHAT)
         height = lines
-        if not self.complete and self._held_height is not None and width == self._held_width:
-            # While a reply is written, it never shrinks, and a fast one keeps room below
-            # its text for the lines to come: they show without laying the screen out.
-            height = max(self._held_height, lines + self._room(lines, now))
+        if (
+            not self.complete
+            and not self._exact_next
+            and self._held_height is not None
+            and width == self._held_width
+        ):
+            # While a reply is written it does not shrink (a layout each time a Markdown
+            # re-render takes a line back), and a fast one keeps room below its text for
+            # the lines to come: they show without laying the screen out.
+            kept = min(self._held_height, lines + self._room_cap)
+            height = max(kept, self._wanted(lines, now))
+        self._exact_next = False
         self._held_height, self._held_width, self._last_layout = height, width, now
         self._room_given = height - lines
+        if self._room_given and self._trim_timer is None:
+            self._trim_timer = self.set_timer(ROOM_FOR_SECONDS, self._trim_if_stalled)
         return height
 
-    def _room(self, lines: int, now: float) -> int:
-        """Blank lines for what the reply will write over the next few layout intervals, at
-        the pace it has been written so far. None when that pace leaves a layout for each
-        new line: then the reply has no blank lines to lose when it is done."""
+    def _wanted(self, lines: int, now: float) -> int:
+        """The height for `lines` of text and room for what the next few layout intervals
+        will bring at the pace written so far. No room when that pace leaves a layout for
+        each new line: then the reply has no blank lines to lose when it is done."""
         elapsed = now - self._started
         if elapsed < LAYOUT_EVERY:
-            return 0
+            return lines
         per_second = lines / elapsed
         if per_second * LAYOUT_EVERY <= 1:
-            return 0
-        return min(MAX_ROOM_LINES, int(per_second * ROOM_FOR_SECONDS))
+            return lines
+        return lines + min(self._room_cap, int(per_second * ROOM_FOR_SECONDS))
 
     def render_line(self, y: int) -> Strip:
         width = self.content_size.width
@@ -417,6 +464,11 @@ class ReplyWriter:
             # Normally the streamed text is already exact.
             self.widget.replace(final)
         self.widget.mark_complete()
+
+    def pause(self) -> None:
+        """Nothing more is coming for now (another agent took over)."""
+        if self.widget is not None:
+            self.widget.pause()
 
     async def discard(self) -> None:
         if self.widget is not None:
