@@ -232,7 +232,9 @@ async def stream_once(pieces: int) -> dict[str, Any]:
         # model keeps "streaming" after the model has finished.
         end = max(last, drained)
         frames = clock.between(first, end)
-        gaps = [b - a for a, b in itertools.pairwise([first, *frames, end])]
+        points = [first, *frames, end]
+        gaps = [b - a for a, b in itertools.pairwise(points)]
+        worst = max(range(len(gaps)), key=gaps.__getitem__) if gaps else 0
         streamed = model.marks["pieces"]
         return {
             "pieces": streamed,
@@ -244,6 +246,8 @@ async def stream_once(pieces: int) -> dict[str, Any]:
             "max_gap_ms": FrameClock.max_gap(frames, first, end) * 1000,
             "gap_p90_ms": spread(gaps).get("p90", 0.0) * 1000,
             "gaps_over_50ms": sum(1 for g in gaps if g > 0.05),
+            # Where the worst gap began, from the first token (the stream lasts `stream_s`).
+            "worst_gap_at_s": points[worst] - first if gaps else 0.0,
             "loop_lag_max_ms": lag.worst * 1000,
             # From the model's last token until the screen has handled the whole turn.
             "drain_s": drained - last,
@@ -313,7 +317,11 @@ async def measure(quick: bool, progress: Progress) -> tuple[list[Row], dict[str,
             target=MAX_GAP_TARGET_MS,
             samples=len(streams),
             note=(
-                f"worst of {len(streams)} runs (each: {', '.join(f'{g:.0f}' for g in gaps)} ms); "
+                f"worst of {len(streams)} runs (each: "
+                + ", ".join(
+                    f"{s['max_gap_ms']:.0f} ms at {s['worst_gap_at_s']:.2f} s" for s in streams
+                )
+                + f" of a {streams[0]['stream_s']:.1f} s stream); "
                 f"{sum(s['gaps_over_50ms'] for s in streams)} gaps > 50 ms; "
                 f"{streams[0]['fps']:.0f} fps at {streams[0]['rate_per_s']:.0f} tok/s; "
                 f"event loop late by ≤ {max(s['loop_lag_max_ms'] for s in streams):.0f} ms"
