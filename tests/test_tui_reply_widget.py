@@ -56,6 +56,8 @@ BLOCKS = [
     "---",
     "| order | status |\n|---|---|\n| ORD-001 | Delivered |",
     "[bold]not markup[/bold] and \\[escaped]",
+    "See [the returns policy][policy] before you send it back.",
+    "[policy]: https://example.com/returns",
 ]
 
 
@@ -80,6 +82,8 @@ def whole_and_streamed(document: str, cuts: list[int], width: int) -> tuple[list
 @settings(max_examples=60, deadline=None)
 # A list settled before the item that continues it, after a blank line, once streamed apart.
 @example(blocks=["---", BLOCKS[6], BLOCKS[6]], cuts=[58], width=20)
+# A reference link settled long before the line that gives its address.
+@example(blocks=[BLOCKS[-2], *BLOCKS[:4], BLOCKS[-1]], cuts=list(range(0, 400, 7)), width=60)
 @given(
     blocks=st.lists(st.sampled_from(BLOCKS), min_size=1, max_size=9),
     cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=40),
@@ -107,6 +111,23 @@ def test_a_long_reply_settles_into_chunks_and_keeps_its_source() -> None:
 def test_markup_in_a_reply_is_text() -> None:
     whole, streamed = whole_and_streamed("[bold]hi[/] [link=http://evil]x[/link]\n", [3, 9], 60)
     assert whole == streamed == ["[bold]hi[/] [link=http://evil]x[/link]"]
+
+
+async def test_a_reference_link_defined_at_the_end_shows_its_address_when_done(
+    clock: Clock,
+) -> None:
+    async with ReplyApp().run_test(size=(100, 30)) as pilot:
+        reply = pilot.app.query_one(AssistantReply)
+        for piece in ["See [the returns policy][policy] first.\n\n", "# A\n\n", "## B\n\n"]:
+            reply.append(piece)  # the first paragraph settles long before the definition
+            await pilot.pause()
+        reply.append("### C\n\n[policy]: https://example.com/returns\n")
+        await pilot.pause()
+        assert "[policy]" in reply.render_line(0).text
+        reply.mark_complete()
+        await pilot.pause()
+        shown = [strip.text for strip in reply.render_lines(Region(0, 0, *reply.outer_size))]
+        assert "See the returns policy (https://example.com/returns) first." in shown[0]
 
 
 class ReplyApp(App[None]):

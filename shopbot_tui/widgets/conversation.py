@@ -7,6 +7,7 @@ text), never into console markup.
 
 from __future__ import annotations
 
+import re
 from copy import copy
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -127,6 +128,7 @@ class _Rendered:
 
 
 _CONTINUABLE = {"bullet_list_open", "ordered_list_open"}
+_LINK_DEFINITION = re.compile(r"^ {0,3}\[[^\]\n]+\]:", re.MULTILINE)
 
 
 # Rich decides the blank line before a block from the block before it (a rule brings its
@@ -161,6 +163,10 @@ class MarkdownLines:
             if self.tail.source:
                 self.chunks.append(self.tail)  # its lines are kept: nothing to render again
                 self.tail = _Rendered("")
+            if len(self.chunks) > 1 and _LINK_DEFINITION.search(self.source):
+                # `[text][name]` takes its address from a `[name]: url` line anywhere in the
+                # document, often at the end: render the finished reply once, whole.
+                self.chunks = [_Rendered(self.source)]
             return
         settled, rest = self.tail.split(keep)
         if settled:
@@ -253,13 +259,7 @@ class AssistantReply(Widget):
         if not width or self._held_height is None:
             self.refresh(layout=True)  # not laid out yet
             return
-        lines = self._content_lines(width)
-        # Only the lines that changed are painted again: repainting all the reply's visible
-        # lines for every few tokens was most of the time a frame took.
-        first = _first_difference(before, lines)
-        last = min(max(len(before), len(lines)), self._held_height)
-        if first < last:
-            self.refresh(Region(0, first, width, last - first))
+        lines = self._repaint_changes(before, width)
         now = self._last_append = monotonic()
         if self._grow_timer is not None:
             return
@@ -278,6 +278,16 @@ class AssistantReply(Widget):
             self._grow()
         elif overflow:
             self._grow_timer = self.set_timer(wait, self._grow)
+
+    def _repaint_changes(self, before: list[list[Segment]], width: int) -> list[list[Segment]]:
+        """The lines now, with those that differ from `before` marked for painting: repainting
+        all the reply's visible lines for every few tokens was most of the time a frame took."""
+        lines = self._content_lines(width)
+        first = _first_difference(before, lines)
+        last = min(max(len(before), len(lines)), self._held_height or 0)
+        if first < last:
+            self.refresh(Region(0, first, width, last - first))
+        return lines
 
     def _grow(self) -> None:
         self._grow_timer = None
@@ -318,7 +328,11 @@ class AssistantReply(Widget):
 
     def mark_complete(self) -> None:
         """Done: the whole reply is settled and the title loses its "writing…"."""
-        self._markdown.settle()
+        before = self._lines
+        self._markdown.settle()  # may render it again whole (a reference link)
+        self._lines_key = None
+        if width := self.content_size.width:
+            self._repaint_changes(before, width)
         self.complete = True
         self.pause()  # the exact height: no more room for lines to come
         # A title, not a CSS class: a class change restyles the widget and its layout.
