@@ -321,9 +321,7 @@ class AssistantReply(Widget):
         """Show `markdown` instead of what was streamed."""
         self._markdown = MarkdownLines(visible(markdown))
         self._lines_key = None
-        if self._grow_timer is not None:
-            self._grow_timer.stop()
-            self._grow_timer = None
+        self._stop_timers()
         self.refresh(layout=True)  # every line may differ
 
     def mark_complete(self) -> None:
@@ -341,12 +339,15 @@ class AssistantReply(Widget):
     def pause(self) -> None:
         """No more text for now (the stream stalled, another agent took over, or it is
         done): lay the reply out at the height of its text, without the room below it."""
+        self._stop_timers()
+        self._exact_next = True
+        self._grow()
+
+    def _stop_timers(self) -> None:
         for timer in (self._grow_timer, self._trim_timer):
             if timer is not None:
                 timer.stop()
         self._grow_timer = self._trim_timer = None
-        self._exact_next = True
-        self._grow()
 
     def _trim_if_stalled(self) -> None:
         self._trim_timer = None
