@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
@@ -38,6 +39,9 @@ class ShopBotApp(App[int]):
     """`ShopBotApp(settings, thread_id=None, customer=None, engine_factory=None)`."""
 
     TITLE = "ShopBot"
+    # The chat screen's stylesheet, here: Textual loads a screen's own CSS_PATH only when the
+    # screen is pushed, and the chat is the default screen (see get_default_screen).
+    CSS_PATH = Path(__file__).parent / "screens" / "chat.tcss"  # also for subclasses elsewhere
     COMMANDS: ClassVar = App.COMMANDS | {ShopBotCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
@@ -69,10 +73,13 @@ class ShopBotApp(App[int]):
         self._start_error = start_error
         self.chat = ChatScreen(settings, thread_id=thread_id or new_thread_id(), customer=customer)
 
+    def get_default_screen(self) -> ChatScreen:
+        # The chat is the first screen itself, not pushed over Textual's blank one from
+        # on_mount: that push fell inside Textual's start-up batch, where the first full
+        # render of the chat was made and thrown away (80-100 ms before the first paint).
+        return self.chat
+
     def on_mount(self) -> None:
-        # Pushed, not returned from get_default_screen: Textual loads a screen's CSS_PATH
-        # only for screens that are pushed or switched to.
-        self.push_screen(self.chat)
         if self._start_error:
             self.notify(
                 f"{self._start_error} A new conversation was started instead.",

@@ -77,7 +77,7 @@ def widget_for(line: ChatLine, customer: str | None) -> Widget:
 class ChatScreen(Screen[None]):
     """One conversation at a time; `open_thread` switches to another."""
 
-    CSS_PATH = "chat.tcss"
+    # Its stylesheet, chat.tcss, is the app's CSS_PATH: this is the app's default screen.
     AUTO_FOCUS = "#message"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+n", "new_thread", "New chat", id="chat.new_thread"),
