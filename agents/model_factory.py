@@ -16,12 +16,12 @@ def make_model(settings: Settings, *, offline_token_delay: float = 0.0) -> BaseC
         from agents.offline.demo_model import OfflineDemoModel
 
         return OfflineDemoModel(token_delay=offline_token_delay)
-    from langchain_mistralai import ChatMistralAI
+    from agents.mistral_model import StreamingChatMistral
 
     # The endpoint is not passed: ChatMistralAI reads MISTRAL_BASE_URL itself.
     # max_retries=1 means one attempt: our own loop (agents/provider.py) retries, honouring
     # Retry-After, instead of the client's fixed 4-10 s waits that only cover transport errors.
-    return ChatMistralAI(
+    return StreamingChatMistral(
         model=settings.model_name,
         api_key=settings.api_key,
         temperature=0,

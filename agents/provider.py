@@ -13,14 +13,16 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
-from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import merge_configs
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 
 from agents.context import RetryBudget, ShopContext
 from agents.events import Retrying
 from agents.redaction import redact
+from agents.reply_streaming import TextSink
 from agents.reporting import report
 
 RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -88,15 +90,17 @@ async def _stream_reply(
     messages: list[BaseMessage],
     config: RunnableConfig | None,
     on_text: Callable[[str], None],
-) -> AIMessageChunk:
-    """The model's reply streamed: text handed to `on_text` as it arrives, chunks summed."""
-    reply: AIMessageChunk | None = None
-    async for chunk in model.astream(messages, config):
-        if isinstance(chunk, AIMessageChunk):
-            if piece := chunk.text:
-                on_text(piece)
-            reply = chunk if reply is None else reply + chunk
-    return reply if reply is not None else AIMessageChunk(content="")
+) -> BaseMessage:
+    """The model's reply streamed: text handed to `on_text` as it arrives.
+
+    Through `ainvoke` with a `TextSink`, not `astream`: our models then merge the chunks as
+    they come instead of in one long call at the end (see `agents/reply_streaming.py`).
+    """
+    sink = TextSink(on_text)
+    reply: BaseMessage = await model.ainvoke(messages, merge_configs(config, {"callbacks": [sink]}))
+    if not sink.delivered and (text := reply.text):
+        on_text(text)  # a model that cannot stream: its whole text at once
+    return reply
 
 
 async def call_model(

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import PrivateAttr
@@ -153,10 +154,15 @@ class GatedModel(OfflineDemoModel):
         self._mid.set()
 
     async def _agenerate(
-        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
     ) -> ChatResult:
+        # `run_manager` named: LangChain passes it (and so the request to stream) only then.
         await self._gate.wait()
-        return await super()._agenerate(messages, *args, **kwargs)
+        return await super()._agenerate(messages, stop, run_manager, **kwargs)
 
     async def _astream(
         self, messages: list[BaseMessage], *args: Any, **kwargs: Any

@@ -23,6 +23,8 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr
 
+from agents.reply_streaming import generate_streamed, wants_stream
+
 _WORDS = re.compile(r"\S+\s*|\s+")
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -98,6 +100,8 @@ class LocalChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        if run_manager is not None and wants_stream(run_manager):
+            return await generate_streamed(self, messages, stop, run_manager, **kwargs)
         # In-process: no executor thread, unlike BaseChatModel's default.
         return ChatResult(generations=[ChatGeneration(message=self._reply(messages, kwargs))])
 

@@ -21,6 +21,7 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import PrivateAttr
 
 from agents.offline.demo_model import OfflineDemoModel
+from agents.reply_streaming import wants_stream
 
 Compare = Literal["<=", ">="]
 
@@ -188,6 +189,10 @@ class TimedDemoModel(OfflineDemoModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        if run_manager is not None and wants_stream(run_manager):
+            # A streamed reply: `_astream` below times the model's part, and the folding
+            # of its chunks around it is ours.
+            return await super()._agenerate(messages, stop, run_manager, **kwargs)
         start = time.perf_counter()
         self._clock.calls += 1
         try:
