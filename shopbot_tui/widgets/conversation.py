@@ -7,6 +7,7 @@ text), never into console markup.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from copy import copy
 from dataclasses import dataclass, field
@@ -242,7 +243,8 @@ class AssistantReply(Widget):
         self._exact_next = False
         self._last_layout = 0.0
         self._started = self._last_append = monotonic()
-        self._grow_timer: Timer | None = None
+        self._grow_timer: asyncio.TimerHandle | None = None
+        self._grow_queued = False
         self._trim_timer: Timer | None = None
         self._show_title()
 
@@ -261,23 +263,32 @@ class AssistantReply(Widget):
             return
         lines = self._repaint_changes(before, width)
         now = self._last_append = monotonic()
-        if self._grow_timer is not None:
+        if self._grow_timer is not None or self._grow_queued:
             return
         # A taller reply means laying out the whole screen (and scrolling the chat): at most
         # every LAYOUT_EVERY seconds, while text within the lines shows at once. It is laid
-        # out early, with this paint, once half the room below the text is used (if its
-        # pace still asks for more), not in a frame of its own when the text runs out.
+        # out as soon as half the room below the text is used (if its pace still asks for
+        # more), not when the text has run out.
         overflow = len(lines) > self._held_height
         running_low = len(lines) > self._held_height - self._room_given // 2
+        wants_room = running_low and self._wanted(len(lines), now) > self._held_height
         wait = self._last_layout + LAYOUT_EVERY - now
         if now - self._started < 2 * LAYOUT_EVERY:
             wait = 0  # its pace is not known yet: no room below it, so no holding back
-        if wait <= 0 and (
-            overflow or (running_low and self._wanted(len(lines), now) > self._held_height)
-        ):
-            self._grow()
-        elif overflow:
-            self._grow_timer = self.set_timer(wait, self._grow)
+        if not (overflow or wants_room):
+            return
+        if wait <= 0:
+            # After the frame that shows this text: the two together made the longest frames.
+            self._grow_queued = True
+            self.call_after_refresh(self._grow)
+        else:
+            # Booked when the room runs low, not when it has run out: text that waits
+            # below the last line for the layout shows as a stalled reply. A loop timer:
+            # Textual's `set_timer` drops a one-shot whose wait is shorter than a hiccup of
+            # the loop (it skips missed beats), and this wait can be a fraction of a ms.
+            self._grow_timer = asyncio.get_running_loop().call_later(
+                wait, self.call_next, self._grow
+            )
 
     def _repaint_changes(self, before: list[list[Segment]], width: int) -> list[list[Segment]]:
         """The lines now, with those that differ from `before` marked for painting: repainting
@@ -291,6 +302,7 @@ class AssistantReply(Widget):
 
     def _grow(self) -> None:
         self._grow_timer = None
+        self._grow_queued = False
         # Layout only: `append` repainted the lines whose text changed.
         self.refresh(Region(0, 0, 0, 0), layout=True)
 
@@ -343,10 +355,14 @@ class AssistantReply(Widget):
         self._exact_next = True
         self._grow()
 
+    def on_unmount(self) -> None:
+        self._stop_timers()  # the loop timer is not the widget's: it would outlive it
+
     def _stop_timers(self) -> None:
-        for timer in (self._grow_timer, self._trim_timer):
-            if timer is not None:
-                timer.stop()
+        if self._grow_timer is not None:
+            self._grow_timer.cancel()
+        if self._trim_timer is not None:
+            self._trim_timer.stop()
         self._grow_timer = self._trim_timer = None
 
     def _trim_if_stalled(self) -> None:
