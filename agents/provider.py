@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.runnables.config import merge_configs
+from langchain_core.runnables.config import ensure_config, merge_configs
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 
@@ -97,7 +97,10 @@ async def _stream_reply(
     they come instead of in one long call at the end (see `agents/reply_streaming.py`).
     """
     sink = TextSink(on_text)
-    reply: BaseMessage = await model.ainvoke(messages, merge_configs(config, {"callbacks": [sink]}))
+    # Added to the caller's callbacks (`ensure_config` reads the node's), not in their place:
+    # the call stays a child of the graph's run, seen by whatever the graph is traced with.
+    with_sink = merge_configs(ensure_config(config), {"callbacks": [sink]})
+    reply: BaseMessage = await model.ainvoke(messages, with_sink)
     if not sink.delivered and (text := reply.text):
         on_text(text)  # a model that cannot stream: its whole text at once
     return reply

@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from typing import Any
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackHandler, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -21,6 +21,7 @@ from langchain_core.messages import (
     message_chunk_to_message,
 )
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from pydantic import PrivateAttr
 
 from agents import reply_streaming
@@ -238,3 +239,45 @@ async def test_the_sink_passes_on_text_and_skips_empty_pieces() -> None:
     assert pieces == ["a", "b"]
     assert sink.delivered
     assert not TextSink(pieces.append).delivered
+
+
+class RunTree(AsyncCallbackHandler):
+    """Records each chat model run's parent run and the tokens this handler saw."""
+
+    def __init__(self) -> None:
+        self.model_parents: list[UUID | None] = []
+        self.tokens: list[str] = []
+
+    async def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.model_parents.append(parent_run_id)
+
+    async def on_llm_new_token(self, token: str, **kwargs: Any) -> None:  # type: ignore[override]
+        self.tokens.append(token)
+
+
+async def test_a_streamed_call_stays_in_its_callers_run_and_its_callbacks() -> None:
+    model = ScriptedChatModel().script(AIMessage(content="Both parcels are on their way."))
+    pieces: list[str] = []
+    outer_runs: list[UUID] = []
+
+    async def node(_: object, config: RunnableConfig) -> str:
+        outer_runs.append(config["callbacks"].parent_run_id)
+        reply = await _stream_reply(model, [HumanMessage("?")], None, pieces.append)
+        return reply.text
+
+    tree = RunTree()
+    text = await RunnableLambda(node).ainvoke(None, {"callbacks": [tree]})
+
+    assert text == "Both parcels are on their way."
+    assert "".join(pieces) == text
+    # The model's run is the caller's child, and the caller's own handler saw its tokens.
+    assert tree.model_parents == outer_runs
+    assert "".join(tree.tokens) == text
