@@ -32,8 +32,10 @@ FOLD_EVERY = 64
 class TextSink(AsyncCallbackHandler):
     """Hands each streamed piece of reply text to `on_text`; its presence asks for a stream."""
 
-    # Called in line, not gathered into a task per token.
+    # Called in line, not gathered into a task per token; and what `on_text` raises (a
+    # graph interrupt, a closed stream) propagates instead of being logged and dropped.
     run_inline = True
+    raise_error = True
 
     def __init__(self, on_text: Callable[[str], None]) -> None:
         self._on_text = on_text
@@ -83,7 +85,7 @@ async def generate_streamed(
     # No run manager for `_astream`: we report each chunk once, here, as LangChain's own
     # streaming does.
     async for chunk in model._astream(messages, stop, None, **kwargs):
-        await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+        await run_manager.on_llm_new_token(chunk.message.content, chunk=chunk)  # as LangChain does
         pending.append(chunk)
         if len(pending) >= FOLD_EVERY:
             merged = _fold(merged, pending)

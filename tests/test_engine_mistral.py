@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.events import HandedOff, LimitReached, Retrying, TurnFailed
+from agents.events import HandedOff, LimitReached, Retrying, TokenDelta, TurnFailed
 from agents.replies import LIMIT_REACHED
 from agents.specialists.spec import MAX_HANDOFFS_PER_TURN
 from tests.engine_support import audit_of, decide, history, kinds, open_engine, say, tools_run
@@ -217,6 +217,25 @@ async def test_rate_limited_twice_then_served(
         assert all(r.delay == pytest.approx(0.05) for r in retries)  # Retry-After honoured
         assert "provider_error" not in kinds(audit_of(engine, "rl"))
     assert [r.status for r in fake_mistral.requests] == [429, 429, 200]
+
+
+async def test_a_reply_cut_off_mid_stream_is_retried_whole(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    answer = "Hello! How can I help you with your order today?"
+    fake_mistral.disconnect_next(after_chunks=3)
+    fake_mistral.script(text(answer), text(answer))
+    async with open_engine(tmp_path, offline=False) as engine:
+        turn = await say(engine, "cut", "Hi", "Alex")
+        assert turn.result.status == "done"
+        assert turn.result.reply == answer
+        # The three pieces shown before the cut, the notice to drop them, then all of it.
+        first = turn.events.index(turn.of(Retrying)[0])
+        shown = "".join(e.text for e in turn.events[:first] if isinstance(e, TokenDelta))
+        after = "".join(e.text for e in turn.events[first:] if isinstance(e, TokenDelta))
+        assert shown and answer.startswith(shown) and shown != answer
+        assert after == answer
+        assert [r.attempt for r in turn.of(Retrying)] == [1]
 
 
 async def test_provider_down_then_back(tmp_path: Path, fake_mistral: FakeMistralServer) -> None:

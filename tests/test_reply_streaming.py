@@ -38,6 +38,9 @@ from tests.fakes.fake_mistral import (
 from tests.fakes.scripted_model import ScriptedChatModel
 
 
+FOLD = reply_streaming._fold
+
+
 def lookup_order(order_id: str) -> str:
     """Look up an order by its id."""
     return order_id
@@ -55,11 +58,7 @@ def make_mistral(fake: FakeMistralServer) -> StreamingChatMistral:
 
 def without_ids(message: BaseMessage) -> dict[str, Any]:
     """A message's fields minus the run ids LangChain stamps on it."""
-    fields = message.model_dump(exclude={"id"})
-    fields["response_metadata"] = {
-        k: v for k, v in fields["response_metadata"].items() if k != "model_provider"
-    }
-    return fields
+    return message.model_dump(exclude={"id"})
 
 
 async def merged_by_langchain(model: Any, prompt: list[BaseMessage]) -> AIMessage:
@@ -179,6 +178,14 @@ def test_folding_in_steps_gives_the_one_shot_message(
     pieces: list[str], calls: list[str], fold_every: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(reply_streaming, "FOLD_EVERY", fold_every)
+    # Merged while it streams, never more than a step's worth of chunks at a time.
+    steps: list[int] = []
+
+    def counted(merged: Any, pending: list[Any]) -> Any:
+        steps.append(len(pending))
+        return FOLD(merged, pending)
+
+    monkeypatch.setattr(reply_streaming, "_fold", counted)
     content = "".join(pieces)
     if not content and not calls:
         content = "ok"
@@ -199,9 +206,11 @@ def test_folding_in_steps_gives_the_one_shot_message(
         streamed = await _stream_reply(bound(), prompt, None, lambda _piece: None)
         return streamed, await merged_by_langchain(bound(), prompt)
 
+    steps.clear()
     streamed, reference = asyncio.run(both())
     assert without_ids(streamed) == without_ids(reference)
     assert streamed.text == content
+    assert steps and max(steps) <= fold_every
 
 
 class WholeReplyModel(BaseChatModel):
@@ -281,3 +290,13 @@ async def test_a_streamed_call_stays_in_its_callers_run_and_its_callbacks() -> N
     # The model's run is the caller's child, and the caller's own handler saw its tokens.
     assert tree.model_parents == outer_runs
     assert "".join(tree.tokens) == text
+
+
+async def test_what_on_text_raises_reaches_the_caller() -> None:
+    model = ScriptedChatModel().script(AIMessage(content="one two three"))
+
+    def refuse(_piece: str) -> None:
+        raise RuntimeError("the screen is gone")
+
+    with pytest.raises(RuntimeError, match="the screen is gone"):
+        await _stream_reply(model, [HumanMessage("?")], None, refuse)

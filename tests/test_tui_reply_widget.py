@@ -32,6 +32,7 @@ from textual.strip import Strip
 from shopbot_tui.collector import FULL_COLLECTION_EVERY, CollectorPause, set_aside_long_lived
 from shopbot_tui.widgets import conversation
 from shopbot_tui.widgets.conversation import (
+    LAYOUT_EVERY,
     MAX_ROOM_LINES,
     ROOM_FOR_SECONDS,
     ROOM_SHARE_OF_CHAT,
@@ -254,6 +255,27 @@ async def test_the_room_is_at_most_a_quarter_of_the_chat(clock: Clock) -> None:
         # The terminal gets shorter: the room shrinks with the chat.
         await pilot.resize_terminal(60, 12)
         await until(pilot, lambda: reply.content_size.height <= 19 + 3, "a smaller room")
+
+
+async def test_text_that_arrives_before_the_asked_layout_does_not_ask_again(
+    clock: Clock,
+) -> None:
+    async with ReplyApp().run_test(size=(60, 40)) as pilot:
+        reply, _ = await write_fast(pilot, clock)
+        clock.now += LAYOUT_EVERY  # a layout may be made at once
+        reply._grow()  # one is asked for; the screen has not made it yet
+        many = "".join(f"\n\nMore {n}." for n in range(12))
+        reply.append(many)  # more text than the room: it would ask for one
+        assert not reply._grow_queued and reply._grow_timer is None
+        await pilot.pause()  # the layout comes, with room for all of it
+        lines = len(reply._content_lines(reply.content_size.width))
+        assert reply.content_size.height >= lines
+        # That layout made, text asks for the next one when it needs it.
+        clock.now += LAYOUT_EVERY
+        reply.append("".join(f"\n\nAnd more {n}." for n in range(12)))
+        assert reply._grow_queued or reply._grow_timer is not None
+        await pilot.pause()
+        assert reply.render_line(lines + 23).text.rstrip() == "And more 11."
 
 
 async def test_a_stalled_or_parked_reply_gives_its_room_back(clock: Clock) -> None:

@@ -245,6 +245,8 @@ class AssistantReply(Widget):
         self._started = self._last_append = monotonic()
         self._grow_timer: asyncio.TimerHandle | None = None
         self._grow_queued = False
+        # A layout asked for and not made yet (when it was asked): no second one meanwhile.
+        self._layout_asked: float | None = None
         self._trim_timer: Timer | None = None
         self._show_title()
 
@@ -263,7 +265,7 @@ class AssistantReply(Widget):
             return
         lines = self._repaint_changes(before, width)
         now = self._last_append = monotonic()
-        if self._grow_timer is not None or self._grow_queued:
+        if self._grow_timer is not None or self._grow_queued or self._layout_waits(now):
             return
         # A taller reply means laying out the whole screen (and scrolling the chat): at most
         # every LAYOUT_EVERY seconds, while text within the lines shows at once. It is laid
@@ -279,8 +281,7 @@ class AssistantReply(Widget):
             return
         if wait <= 0:
             # After the frame that shows this text: the two together made the longest frames.
-            self._grow_queued = True
-            self.call_after_refresh(self._grow)
+            self._grow_queued = self.call_after_refresh(self._grow)
         else:
             # Booked when the room runs low, not when it has run out: text that waits
             # below the last line for the layout shows as a stalled reply. A loop timer:
@@ -301,10 +302,20 @@ class AssistantReply(Widget):
         return lines
 
     def _grow(self) -> None:
+        if self._grow_timer is not None:
+            self._grow_timer.cancel()  # booked, then overtaken by `pause()`
         self._grow_timer = None
         self._grow_queued = False
+        self._layout_asked = monotonic()
         # Layout only: `append` repainted the lines whose text changed.
         self.refresh(Region(0, 0, 0, 0), layout=True)
+
+    def _layout_waits(self, now: float) -> bool:
+        """Whether a layout this reply asked for is still to come (tokens that arrive before
+        it must not ask again: the second one, a frame later, had nothing left to do). Not
+        waited on for ever: a layout that never came is asked for again."""
+        asked = self._layout_asked
+        return asked is not None and now - asked < 2 * LAYOUT_EVERY
 
     def _size_updated(
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
@@ -420,6 +431,7 @@ class AssistantReply(Widget):
             kept = min(self._held_height, lines + self._room_cap)
             height = max(kept, self._wanted(lines, now))
         self._exact_next = False
+        self._layout_asked = None
         self._held_height, self._held_width, self._last_layout = height, width, now
         self._room_given = height - lines
         if self._room_given and self._trim_timer is None:
