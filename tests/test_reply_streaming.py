@@ -37,7 +37,6 @@ from tests.fakes.fake_mistral import (
 )
 from tests.fakes.scripted_model import ScriptedChatModel
 
-
 FOLD = reply_streaming._fold
 
 
