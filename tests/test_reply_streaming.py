@@ -11,8 +11,8 @@ from uuid import UUID, uuid4
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.callbacks import AsyncCallbackHandler, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
+from langchain_core.callbacks import AsyncCallbackHandler
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -20,7 +20,6 @@ from langchain_core.messages import (
     HumanMessage,
     message_chunk_to_message,
 )
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from pydantic import PrivateAttr
 
@@ -212,27 +211,13 @@ def test_folding_in_steps_gives_the_one_shot_message(
     assert steps and max(steps) <= fold_every
 
 
-class WholeReplyModel(BaseChatModel):
-    """A model with no stream of its own: `_generate` only."""
-
-    @property
-    def _llm_type(self) -> str:
-        return "whole"
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="All at once."))])
-
-
 async def test_a_model_that_cannot_stream_hands_over_its_whole_text_once() -> None:
     pieces: list[str] = []
 
-    reply = await _stream_reply(WholeReplyModel(), [HumanMessage("hi")], None, pieces.append)
+    # LangChain's own fake with no stream of its own: `_generate` only.
+    whole = FakeMessagesListChatModel(responses=[AIMessage(content="All at once.")])
+
+    reply = await _stream_reply(whole, [HumanMessage("hi")], None, pieces.append)
 
     assert pieces == ["All at once."]
     assert reply.content == "All at once."
