@@ -40,8 +40,9 @@ if TYPE_CHECKING:
 # the batch was open nearly all the time: 4 frames a second, keystrokes shown 0.2-0.5 s
 # late (tests/perf). A reply is instead one widget that renders its Markdown with Rich
 # into lines it keeps: settled blocks are rendered once per width, and only the few
-# newest blocks are rendered again as tokens arrive.
-SETTLE_AFTER_BLOCKS = 2
+# newest blocks are rendered again as tokens arrive. A block settles once the next one has
+# begun (a list not even then: an item to come would continue it).
+SETTLE_AFTER_BLOCKS = 1
 LAYOUT_EVERY = 0.1
 ROOM_FOR_SECONDS = 4 * LAYOUT_EVERY
 MAX_ROOM_LINES = 20
