@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -25,8 +26,10 @@ from pydantic import PrivateAttr
 
 from agents import reply_streaming
 from agents.mistral_model import StreamingChatMistral
+from agents.model_factory import make_model
 from agents.provider import _stream_reply
 from agents.reply_streaming import TextSink
+from agents.settings import Settings
 from tests.fakes.fake_mistral import (
     FAKE_API_KEY,
     FakeMistralServer,
@@ -284,3 +287,20 @@ async def test_what_on_text_raises_reaches_the_caller() -> None:
 
     with pytest.raises(RuntimeError, match="the screen is gone"):
         await _stream_reply(model, [HumanMessage("?")], None, refuse)
+
+
+@pytest.mark.parametrize("api_key", [FAKE_API_KEY, None])
+async def test_the_model_the_app_builds_streams_through_the_sink(
+    api_key: str | None, fake_mistral: FakeMistralServer, tmp_path: Path
+) -> None:
+    """Whichever model `make_model` picks, a reply reaches the sink piece by piece: a model
+    that lost its streaming would hand over its whole text once, at the end."""
+    fake_mistral.script(text("Hello! How can I help you with your order today?"))
+    model = make_model(Settings(home=tmp_path, api_key=api_key))
+    pieces: list[str] = []
+
+    reply = await _stream_reply(model, [HumanMessage("Hello")], None, pieces.append)
+
+    assert len(pieces) > 3
+    assert "".join(pieces) == reply.text
+    assert fake_mistral.served == (1 if api_key else 0)  # the offline model asks nobody
