@@ -60,17 +60,7 @@ class ShopBotApp(App[int]):
         self.engine: ShopBotEngine | None = None
         self._engine_factory = engine_factory
         self._exit_code = 0
-        start_error = ""
-        if thread_id is not None:
-            try:
-                validate_thread_id(thread_id)
-            except ValueError as exc:
-                start_error, thread_id = str(exc), None
-        try:
-            customer = person_name(customer)
-        except MessageRejected as exc:
-            start_error, customer = f"--customer: {exc}", None
-        self._start_error = start_error
+        thread_id, customer = checked_start(thread_id, customer)
         self.chat = ChatScreen(settings, thread_id=thread_id or new_thread_id(), customer=customer)
 
     def get_default_screen(self) -> ChatScreen:
@@ -80,13 +70,6 @@ class ShopBotApp(App[int]):
         return self.chat
 
     def on_mount(self) -> None:
-        if self._start_error:
-            self.notify(
-                f"{self._start_error} A new conversation was started instead.",
-                title="Start-up",
-                severity="error",
-                markup=False,
-            )
         # After the first frame: the import thread would otherwise compete with it for the GIL.
         self.call_after_refresh(self._load_engine)
 
@@ -142,6 +125,29 @@ def _load_in_background() -> type[ShopBotEngine]:
         # Only a head start for the first reply: never a reason not to start.
         log.warning("warming up the Markdown renderer failed", exc_info=True)
     return engine_class
+
+
+class StartRefused(ValueError):
+    """`--thread` or `--customer` cannot be used as given: the app does not start."""
+
+
+def checked_start(thread_id: str | None, customer: str | None) -> tuple[str | None, str | None]:
+    """The thread and customer to start with, or `StartRefused` saying what is wrong with
+    each. Never a fallback: without the customer the ownership gate has no one to check
+    orders against, and every order would be shown."""
+    problems: list[str] = []
+    if thread_id is not None:
+        try:
+            validate_thread_id(thread_id)
+        except ValueError as exc:
+            problems.append(f"--thread: {exc}")
+    try:
+        customer = person_name(customer)
+    except MessageRejected as exc:
+        problems.append(f"--customer: {exc}")
+    if problems:
+        raise StartRefused(f"{' '.join(problems)} Nothing was started.")
+    return thread_id, customer
 
 
 def run_tui(settings: Settings, *, thread_id: str | None, customer: str | None) -> int:

@@ -159,9 +159,12 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     configure_logging(settings.home)
     if args.command is None:
-        from shopbot_tui.app import run_tui
+        from shopbot_tui.app import StartRefused, run_tui
 
-        return run_tui(settings, thread_id=args.thread, customer=args.customer)
+        try:
+            return run_tui(settings, thread_id=args.thread, customer=args.customer)
+        except StartRefused as exc:
+            raise UsageError(str(exc)) from None
     if args.command == "chat":
         customer = args.chat_customer or args.customer
 

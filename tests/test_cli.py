@@ -118,6 +118,27 @@ def test_bad_usage_exits_2_with_one_line(
     assert expected in one_line_error(done)
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--customer", "A\x1bB"), ["--customer", "control characters"]),
+        (("--customer", "x" * 200), ["--customer", "too long"]),
+        (("--thread", "bad/thread"), ["--thread"]),
+        (("--thread", "bad/thread", "--customer", "A\x07"), ["--thread", "--customer"]),
+    ],
+)
+def test_the_app_refuses_to_start_with_a_customer_or_thread_it_cannot_use(
+    tmp_path: Path, args: tuple[str, ...], expected: list[str]
+) -> None:
+    # Starting anyway without the customer would switch the ownership gate off.
+    done = run(tmp_path, "--offline", *args)
+    assert done.returncode == 2
+    line = one_line_error(done)
+    assert all(part in line for part in expected)
+    assert "Nothing was started." in line
+    assert done.stdout == ""  # no screen was drawn
+
+
 def test_threads_and_audit_json_lines(tmp_path: Path) -> None:
     run(tmp_path, "chat", "a1", "Where is ORD-001?", "--customer", "Alex")
     run(tmp_path, "chat", "a2", "Where is ORD-002?", "--customer", "Sam")
