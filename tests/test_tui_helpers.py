@@ -153,6 +153,9 @@ class GatedModel(OfflineDemoModel):
     def resume(self) -> None:
         self._mid.set()
 
+    def pause_next_reply(self) -> None:
+        self._mid.clear()
+
     async def _agenerate(
         self,
         messages: list[BaseMessage],

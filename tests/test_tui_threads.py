@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 from textual.command import CommandPalette
 from textual.widgets import DataTable, Input
 
 from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.screens.threads import ThreadsScreen
+from shopbot_tui.widgets.conversation import AssistantReply
 from tests.test_tui_helpers import (
     SIZE,
+    GatedModel,
     instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
     make_app,
@@ -20,6 +24,7 @@ from tests.test_tui_helpers import (
     settle,
     transcript_on_screen,
     visible_text,
+    wait_until,
 )
 
 
@@ -53,6 +58,45 @@ async def test_new_thread_then_switch_back_with_history(tmp_path: Path) -> None:
         # The whole history, from the stored transcript (no welcome line for an old thread).
         assert transcript_on_screen(app) == first_screen[1:]
         assert app.chat.last_reply == replies(app)[-1]
+
+
+async def test_switching_back_to_a_thread_mid_reply_shows_the_reply_below_its_history(
+    tmp_path: Path,
+) -> None:
+    model = GatedModel(pause_mid_reply=True)
+    app = make_app(tmp_path, thread_id="t-one", customer="Sam", model=model)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        model.open()
+        model.resume()
+        await send(pilot, "Where is my order ORD-005?")
+        model.pause_next_reply()
+        await send(pilot, "Where is my order ORD-002?", wait=False)
+        await wait_until(pilot, lambda: bool(app.chat.query(AssistantReply)), "the reply")
+        await pilot.press("ctrl+n")  # away, while the reply is still being written
+        await wait_until(pilot, lambda: app.chat.thread_id != "t-one", "a new conversation")
+        await wait_until(pilot, lambda: app.chat._thread_ready, "the new conversation")
+
+        # Back, with a slow history read: the rest of the reply arrives while it loads.
+        engine = app.engine
+        assert engine is not None
+        read = engine.transcript
+
+        def slow_transcript(thread_id: str) -> Any:
+            time.sleep(0.3)
+            return read(thread_id)
+
+        engine.transcript = slow_transcript  # type: ignore[method-assign]
+        await app.chat.open_thread("t-one", "Sam")
+        model.resume()
+        await wait_until(pilot, lambda: "t-one" not in app.chat.busy, "the turn to end")
+        await settle(pilot)
+
+        shown = transcript_on_screen(app)
+        assert [role for role, _ in shown] == ["customer", "assistant", "customer", "assistant"]
+        assert shown[2][1] == "Where is my order ORD-002?"
+        assert "ORD-002" in shown[3][1]
+        assert shown == [(line.role, line.text) for line in read("t-one")]
 
 
 async def test_new_conversation_for_another_customer_from_the_thread_list(tmp_path: Path) -> None:

@@ -102,6 +102,11 @@ class ChatScreen(Screen[None]):
         # Threads with a turn in flight: a second message there is refused, not queued.
         self.busy: set[str] = set()
         self._thread_ready = False
+        # What the open thread's running turn wrote while its history was still loading
+        # (shown after the history, not above it); and whether to show the thread again
+        # from its transcript when that turn ends.
+        self._held_live: list[ReplyChunk | ReplyComplete | NoteAdded] | None = None
+        self._reopen_after_turn = False
         self._approval_open = False
         self._reply: ReplyWriter | None = None
         self._partials: list[ReplyWriter] = []
@@ -161,6 +166,7 @@ class ChatScreen(Screen[None]):
         await self._finish_streaming()
         self.thread_id, self.customer = thread_id, customer
         self.pending, self.last_reply, self._thread_ready = None, "", False
+        self._held_live, self._reopen_after_turn = [], False
         self._gates = []
         self.panel.show_gates([])
         self.panel.show_session(thread_id, customer)
@@ -231,6 +237,33 @@ class ChatScreen(Screen[None]):
         self._sync_bindings()
         if message.pending is not None:
             self.show_approval(message.pending)
+        await self._release_held_live()
+
+    def _hold_live(self, message: ReplyChunk | ReplyComplete | NoteAdded) -> bool:
+        """Keep what the running turn writes while the history is loading: mounted now, it
+        would land above the history."""
+        if self._held_live is None:
+            return False
+        self._held_live.append(message)
+        return True
+
+    async def _release_held_live(self) -> None:
+        held, self._held_live = self._held_live or [], None
+        if not held:
+            return
+        # The transcript was read while this turn wrote: a reply it finished may be in both.
+        # Shown as it streams for now, the thread is shown again from its transcript at the end.
+        if self.thread_id not in self.busy:
+            await self.open_thread(self.thread_id, self.customer)
+            return
+        self._reopen_after_turn = True
+        for message in held:
+            if isinstance(message, ReplyChunk):
+                await self._reply_chunk(message)
+            elif isinstance(message, ReplyComplete):
+                await self._reply_complete(message)
+            else:
+                await self._note_added(message)
 
     # --- sending -------------------------------------------------------------------------
 
@@ -325,7 +358,7 @@ class ChatScreen(Screen[None]):
 
     @on(ReplyChunk)
     async def _reply_chunk(self, message: ReplyChunk) -> None:
-        if message.thread_id != self.thread_id:
+        if message.thread_id != self.thread_id or self._hold_live(message):
             return
         if self._reply is not None and self._reply.agent != message.agent:
             self._park_reply()
@@ -335,7 +368,7 @@ class ChatScreen(Screen[None]):
 
     @on(ReplyComplete)
     async def _reply_complete(self, message: ReplyComplete) -> None:
-        if message.thread_id != self.thread_id:
+        if message.thread_id != self.thread_id or self._hold_live(message):
             return
         if self._reply is None or self._reply.agent != message.agent:
             self._park_reply()
@@ -366,7 +399,7 @@ class ChatScreen(Screen[None]):
 
     @on(NoteAdded)
     async def _note_added(self, message: NoteAdded) -> None:
-        if message.thread_id == self.thread_id:
+        if message.thread_id == self.thread_id and not self._hold_live(message):
             await self._add(SystemNote(message.text))
 
     @on(ProviderRetrying)
@@ -411,6 +444,9 @@ class ChatScreen(Screen[None]):
             return
         # Only replies the engine confirmed (ReplyDone) stay on screen, as in the transcript.
         await self._finish_streaming()
+        if self._reopen_after_turn:
+            await self.open_thread(self.thread_id, self.customer)
+            return
         if result is None:
             self.panel.show_agent(self.panel.agent, step_text("idle"))
             return
