@@ -22,6 +22,12 @@ def text_of(message: BaseMessage) -> str:
     return message.text if isinstance(message.text, str) else str(message.text)
 
 
+def customer_words(messages: Sequence[BaseMessage]) -> str:
+    """Everything the customer wrote in `messages` (the gates tell a mistyped order id from a
+    misread one by it)."""
+    return "\n".join(text_of(m) for m in messages if isinstance(m, HumanMessage))
+
+
 def is_final_reply(message: BaseMessage) -> bool:
     return isinstance(message, AIMessage) and not message.tool_calls and bool(text_of(message))
 

@@ -68,19 +68,19 @@ class _Chain:
 
 
 def _order_gates(
-    chain: _Chain, extracted: Mapping[str, Any], context: ShopContext
+    chain: _Chain, extracted: Mapping[str, Any], context: ShopContext, said: str
 ) -> dict[str, Any] | GateError:
     shop = context.shop
     found = chain.run(
         "order_id",
-        validate_order_id(extracted, shop.known_ids()),
+        validate_order_id(extracted, shop.known_ids(), said),
         f"order id {extracted.get('order_id')!r} is well-formed and exists",
     )
     if isinstance(found, GateError):
         return found
     order = shop.get_order(found["order_id"])
     owned, error = validate_ownership(
-        found["order_id"], order.customer if order else None, context.customer
+        found["order_id"], order.customer if order else None, context.customer, said
     )
     if not owned:
         assert isinstance(error, GateError)
@@ -94,10 +94,13 @@ def _order_gates(
     return found
 
 
-def check_order_request(extracted: Mapping[str, Any], context: ShopContext) -> GateVerdict:
-    """Order agent: a real order id that belongs to this customer."""
+def check_order_request(
+    extracted: Mapping[str, Any], context: ShopContext, said: str = ""
+) -> GateVerdict:
+    """Order agent: a real order id that belongs to this customer (`said`: the customer's
+    own words, see `validate_order_id`)."""
     chain = _Chain()
-    found = _order_gates(chain, extracted, context)
+    found = _order_gates(chain, extracted, context, said)
     if isinstance(found, GateError):
         return chain.fail(found)
     return chain.succeed(
@@ -105,10 +108,12 @@ def check_order_request(extracted: Mapping[str, Any], context: ShopContext) -> G
     )
 
 
-def check_refund_request(extracted: Mapping[str, Any], context: ShopContext) -> GateVerdict:
+def check_refund_request(
+    extracted: Mapping[str, Any], context: ShopContext, said: str = ""
+) -> GateVerdict:
     """Refund agent: the order gates, then the refund rules (delivered, limit, reason)."""
     chain = _Chain()
-    found = _order_gates(chain, extracted, context)
+    found = _order_gates(chain, extracted, context, said)
     if isinstance(found, GateError):
         return chain.fail(found)
     order = context.shop.get_order(found["order_id"])
@@ -128,8 +133,11 @@ def check_refund_request(extracted: Mapping[str, Any], context: ShopContext) -> 
     )
 
 
-def check_complaint(extracted: Mapping[str, Any], context: ShopContext) -> GateVerdict:
+def check_complaint(
+    extracted: Mapping[str, Any], context: ShopContext, said: str = ""
+) -> GateVerdict:
     """Complaints agent: a summary with substance and a known sentiment."""
+    del said  # a complaint names no order the gates look up
     chain = _Chain()
     result = chain.run(
         "complaint", validate_complaint(extracted), "summary is specific, sentiment is known"
@@ -141,4 +149,5 @@ def check_complaint(extracted: Mapping[str, Any], context: ShopContext) -> GateV
     )
 
 
-GateChain = Callable[[Mapping[str, Any], ShopContext], GateVerdict]
+# (what the model extracted, the run's context, what the customer wrote) -> the verdict
+GateChain = Callable[[Mapping[str, Any], ShopContext, str], GateVerdict]

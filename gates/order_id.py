@@ -12,6 +12,7 @@ from gates.rules import ORDER_ID_EXAMPLE, ORDER_ID_FORMAT, ORDER_ID_PATTERN
 
 # "ord 001", "ORD_001", "ORD–001" (en dash) and "ORD001" all mean ORD-001.
 _SEPARATED_ID = re.compile(r"^ORD\s*[-_\u2010-\u2015\s]?\s*([0-9]{3})$")
+_MENTIONED_ID = re.compile(r"\bORD\s*[-_\u2010-\u2015\s]?\s*[0-9]{3}\b", re.IGNORECASE)
 QUERY_TYPES = ("status", "delivery_date", "product", "general")
 
 
@@ -27,6 +28,30 @@ def normalise_order_id(raw: object) -> str:
     return f"ORD-{match.group(1)}" if match else text
 
 
+def order_ids_in(text: str) -> set[str]:
+    """The order ids a customer wrote, spelled canonically (`ord 009` -> `ORD-009`)."""
+    found = _MENTIONED_ID.finditer(unicodedata.normalize("NFKC", text))
+    return {normalise_order_id(match.group(0)) for match in found}
+
+
+def customer_gave_unknown_text(order_id: str) -> str:
+    """An id the customer wrote themselves, not found: only they can correct it."""
+    return (
+        f"Order ID '{order_id}', as the customer wrote it, was not found for this customer. "
+        "Tell the customer no order with that number was found on their account and ask them "
+        "to check it; do not guess or invent another id."
+    )
+
+
+def _not_found(order_id: str, customer_wrote: str, code: str) -> GateResult:
+    """A missing and a stranger's order read the same. Misread by the model: it extracts
+    again (the correction loop). Written so by the customer: re-reading cannot fix it, and
+    a colleague should not be called for a typo, so the customer is asked."""
+    if order_id in order_ids_in(customer_wrote):
+        return failed(customer_gave_unknown_text(order_id), Remedy.ASK_CUSTOMER, code)
+    return failed(unknown_order_text(order_id), Remedy.CORRECT, code)
+
+
 def unknown_order_text(order_id: str) -> str:
     """The same words for "does not exist" and "belongs to someone else": reveal nothing."""
     return (
@@ -36,8 +61,13 @@ def unknown_order_text(order_id: str) -> str:
     )
 
 
-def validate_order_id(extracted: Mapping[str, Any], known_ids: Container[str]) -> GateResult:
-    """Gate: the extracted `order_id` is present, well-formed and exists in `known_ids`."""
+def validate_order_id(
+    extracted: Mapping[str, Any], known_ids: Container[str], customer_wrote: str = ""
+) -> GateResult:
+    """Gate: the extracted `order_id` is present, well-formed and exists in `known_ids`.
+
+    `customer_wrote` is what the customer said (their messages), to tell an id the model
+    misread from one the customer mistyped."""
     order_id = normalise_order_id(extracted.get("order_id"))
     if not order_id:
         return failed(
@@ -56,7 +86,7 @@ def validate_order_id(extracted: Mapping[str, Any], known_ids: Container[str]) -
             "order_id.format",
         )
     if order_id not in known_ids:
-        return failed(unknown_order_text(order_id), Remedy.CORRECT, "order_id.unknown")
+        return _not_found(order_id, customer_wrote, "order_id.unknown")
     return passed({**extracted, "order_id": order_id})
 
 
@@ -65,7 +95,7 @@ def _same_person(a: str, b: str) -> bool:
 
 
 def validate_ownership(
-    order_id: str, order_customer: str | None, customer: str | None
+    order_id: str, order_customer: str | None, customer: str | None, customer_wrote: str = ""
 ) -> GateResult:
     """Gate: when the customer is known, the order must be theirs.
 
@@ -75,7 +105,7 @@ def validate_ownership(
     if customer is None or not customer.strip():
         return passed({"order_id": order_id})
     if order_customer is None or not _same_person(order_customer, customer):
-        return failed(unknown_order_text(order_id), Remedy.CORRECT, "order_id.not_owned")
+        return _not_found(order_id, customer_wrote, "order_id.not_owned")
     return passed({"order_id": order_id})
 
 

@@ -146,6 +146,29 @@ def test_someone_elses_order_reveals_nothing() -> None:
     assert not_owned.codes == ("order_id.not_owned",)
 
 
+@pytest.mark.parametrize(
+    "wrote",
+    ["Where is ORD-002?", "my order is ord 002", "order ORD_002 please", "ORD–002 (en dash)"],
+)
+def test_an_id_the_customer_wrote_is_queried_with_them_and_still_reveals_nothing(
+    wrote: str,
+) -> None:
+    not_owned = error_of(validate_ownership("ORD-002", "Sam", "Alex", wrote))
+    missing = error_of(validate_order_id({"order_id": "ORD-002"}, set(), wrote))
+    # Re-reading cannot fix what the customer typed: they are asked, not the model.
+    assert not_owned.remedy is missing.remedy is Remedy.ASK_CUSTOMER
+    assert str(not_owned) == str(missing)
+    assert "as the customer wrote it" in not_owned
+    assert (not_owned.codes, missing.codes) == (("order_id.not_owned",), ("order_id.unknown",))
+
+
+@pytest.mark.parametrize("wrote", ["", "Where is ORD-001?", "about ORD-0022", "ORD-02"])
+def test_an_id_the_customer_never_wrote_goes_back_to_the_model(wrote: str) -> None:
+    error = error_of(validate_order_id({"order_id": "ORD-002"}, set(), wrote))
+    assert error.remedy is Remedy.CORRECT
+    assert "Re-read the customer's messages" in error
+
+
 def test_order_without_owner_record_is_not_shown_to_a_known_customer() -> None:
     assert error_of(validate_ownership("ORD-009", None, "Alex")).codes == ("order_id.not_owned",)
 

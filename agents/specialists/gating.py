@@ -15,7 +15,7 @@ from langgraph.types import Command
 
 from agents.context import ShopContext
 from agents.events import GateChecked, StepChanged
-from agents.history import refuse_pending
+from agents.history import customer_words, refuse_pending
 from agents.reporting import report
 from agents.specialists.spec import MAX_CORRECTIONS, SpecialistSpec
 from agents.state import SpecialistState
@@ -54,7 +54,7 @@ def gate(
     if extraction is None:
         verdict = _unreadable(spec, found.get("extraction_error") or "no data")
     else:
-        verdict = spec.gates(extraction, runtime.context)
+        verdict = spec.gates(extraction, runtime.context, customer_words(state["messages"]))
     for check in verdict.checks:
         report(
             runtime,
