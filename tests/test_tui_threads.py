@@ -118,6 +118,18 @@ async def test_new_conversation_for_another_customer_from_the_thread_list(tmp_pa
         await send(pilot, "Where is ORD-003?")
         assert "Processing" in replies(app)[-1]
 
+        # With a name in the box, ctrl+n starts the conversation at once: what is typed next
+        # goes to the chat, not onto the end of the name.
+        first = app.chat.thread_id
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        assert isinstance(app.screen, ThreadsScreen)
+        app.screen.query_one("#new-customer", Input).value = "Alex"
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen)
+        assert app.chat.customer == "Alex" and app.chat.thread_id != first
+
 
 async def test_thread_list_filter(tmp_path: Path) -> None:
     app = make_app(tmp_path, thread_id="t-b", customer="Alex")

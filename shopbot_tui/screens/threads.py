@@ -192,7 +192,13 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         self.dismiss(ThreadChoice(new_thread_id(), customer, is_new=True))
 
     def action_new_thread(self) -> None:
-        self.query_one("#new-customer", Input).focus()
+        """A new conversation for the customer in the box; with none there yet, the box, to
+        type one (only focusing it even with a name left text meant for the chat there)."""
+        box = self.query_one("#new-customer", Input)
+        if box.value.strip():
+            self._new()
+        else:
+            box.focus()
 
     def action_focus_filter(self) -> None:
         self.query_one("#filter", Input).focus()
