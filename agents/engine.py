@@ -46,7 +46,7 @@ from agents.history import repair_tail
 from agents.model_factory import make_model
 from agents.provider import ProviderUnavailable
 from agents.redaction import redact, register_secret
-from agents.replies import LIMIT_REACHED, TURN_FAILED_NOTE
+from agents.replies import LIMIT_REACHED, TURN_CUT_NOTE, TURN_FAILED_NOTE
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.shop_data import ShopData
 from agents.specialists.spec import RECURSION_LIMIT
@@ -338,6 +338,9 @@ class ShopBotEngine:
                     paused = True
                 self._note(thread_id, data)
                 yield data
+        except asyncio.CancelledError:
+            self._turn_cut(thread_id, agent)
+            raise
         except ProviderUnavailable as exc:
             failure = TurnFailed(kind="provider", message=str(exc))
         except GraphRecursionError:
@@ -362,6 +365,19 @@ class ShopBotEngine:
         if result.pending is not None:
             yield ApprovalRequested(result.pending)
         yield TurnFinished(result)
+
+    def _turn_cut(self, thread_id: str, agent: str) -> None:
+        """The turn was cancelled (the app closed, Ctrl+C): say so in the transcript and the
+        audit log. The thread is marked "error", so the next message reads its state back
+        from the checkpoint (whatever the cut left there) instead of assuming it idle."""
+        try:
+            self.threads.append_line(thread_id, "note", TURN_CUT_NOTE)
+            self.threads.update(thread_id, active_agent=agent, status="error")
+            self._recorder.append(
+                "turn_finished", thread_id=thread_id, agent=agent, detail={"status": "cut off"}
+            )
+        except Exception:
+            log.exception("recording the cut-off turn of %s failed", thread_id)
 
     async def _finish(
         self,

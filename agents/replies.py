@@ -49,3 +49,8 @@ REFUND_DECISIONS: dict[str, str] = {
         "contact the customer within 1 business day. Tell the customer."
     ),
 }
+
+TURN_CUT_NOTE = (
+    "The reply was cut off: ShopBot was closed while answering. Your message is saved; "
+    "please send it again."
+)

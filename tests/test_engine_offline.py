@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from agents.events import (
     StepChanged,
 )
 from agents.facade import InputError
+from agents.replies import TURN_CUT_NOTE
 from tests.engine_support import (
     assert_mistral_valid,
     audit_of,
@@ -26,6 +29,7 @@ from tests.engine_support import (
     say,
     tools_run,
 )
+from tests.test_tui_helpers import GatedModel
 
 
 async def test_order_status_for_the_owner(tmp_path: Path) -> None:
@@ -356,3 +360,34 @@ async def test_a_turn_cut_short_by_a_crash_never_drops_the_pending_decision(tmp_
         assert await reopened.pending_approval("cr") is not None
         assert (await decide(reopened, "cr", "approve")).result.status == "done"
         assert reopened.thread("cr").status == "idle"  # type: ignore[union-attr]
+
+
+async def wait_for(condition: Callable[[], bool]) -> None:
+    for _ in range(500):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("timed out")
+
+
+async def test_a_turn_cut_off_by_closing_says_so_and_the_thread_goes_on(tmp_path: Path) -> None:
+    model = GatedModel()  # holds every model call until opened: the turn is mid-way
+    async with open_engine(tmp_path, model=model) as engine:
+        turn = asyncio.create_task(say(engine, "cut", "Where is my order ORD-001?", "Alex"))
+        await wait_for(lambda: "turn_started" in kinds(audit_of(engine, "cut")))
+        turn.cancel()  # what quitting the app (or Ctrl+C in the CLI) does to it
+        with pytest.raises(asyncio.CancelledError):
+            await turn
+
+        info = engine.thread("cut")
+        assert info is not None and info.status == "error"  # not "answering" for ever
+        lines = engine.transcript("cut")
+        assert [line.role for line in lines] == ["customer", "note"]
+        assert lines[-1].text == TURN_CUT_NOTE
+        finished = [e for e in audit_of(engine, "cut") if e.kind == "turn_finished"]
+        assert [e.detail["status"] for e in finished] == ["cut off"]
+
+        model.open()
+        again = await say(engine, "cut", "Where is my order ORD-001?", "Alex")
+        assert "Wireless Headphones" in again.result.reply
+        assert_mistral_valid(await history(engine, "cut"))
