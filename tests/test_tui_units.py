@@ -40,6 +40,7 @@ from shopbot_tui.messages import (
 )
 from shopbot_tui.screens.approval import describe, headline, money
 from shopbot_tui.turn_stream import drive_turn, translate
+from shopbot_tui.widgets.audit_table import fit_cell
 from shopbot_tui.widgets.side_panel import HANDOFF_TARGETS, step_text
 
 
@@ -222,3 +223,11 @@ async def test_a_token_batch_is_flushed_by_time_when_the_model_pauses() -> None:
     assert ReplyChunk("t", agent="order_agent", text="Thinking") in posted
     go_on.set()
     await turn
+
+
+def test_audit_cells_are_cut_to_width_a_thread_id_keeping_its_end() -> None:
+    thread = "20261130-064215-21b739"
+    assert fit_cell(thread, 16, keep_end=True) == "…0-064215-21b739"
+    assert fit_cell(thread, 16) == "20261130-064215…"
+    assert fit_cell("T-alex", 8, keep_end=True) == "T-alex  "
+    assert fit_cell("注文の詳細", 7) == "注文の…"  # wide characters count twice

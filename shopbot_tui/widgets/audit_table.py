@@ -55,6 +55,7 @@ _FALLBACK_COLOURS = {
 }
 
 COLUMNS = ("Time", "Thread", "Agent", "Kind", "Detail")
+_THREAD_COLUMN = COLUMNS.index("Thread")
 # Time, thread, agent and kind widths; the detail column takes the rest.
 _FIXED_WIDTHS = (14, 16, 16, 18)
 _MIN_DETAIL_WIDTH = 24
@@ -405,15 +406,20 @@ class AuditEventTable(ScrollView, can_focus=True):
         # 4x cheaper than assembling, truncating and rendering a Rich Text per row.
         gap = Segment(" " * _GAP)
         segments: list[Segment] = []
-        for cell, cell_width in zip(cells, column_widths(width), strict=True):
+        for column, (cell, cell_width) in enumerate(zip(cells, column_widths(width), strict=True)):
             cell_style = cell.style if isinstance(cell.style, Style) else None
-            segments += (gap, Segment(_fit(cell.plain, cell_width), cell_style))
+            fitted = fit_cell(cell.plain, cell_width, keep_end=column == _THREAD_COLUMN)
+            segments += (gap, Segment(fitted, cell_style))
         strip = Strip(segments, _GAP * len(cells) + sum(column_widths(width)))
         return strip.crop_extend(0, width, style).apply_style(style)
 
 
-def _fit(text: str, width: int) -> str:
-    """`text` padded or cut (with `…`) to exactly `width` cells; wide characters count twice."""
+def fit_cell(text: str, width: int, *, keep_end: bool = False) -> str:
+    """`text` padded or cut (with `…`) to exactly `width` cells; wide characters count twice.
+    With `keep_end`, cut at the start: what tells thread ids apart is at their end (the
+    date and time they begin with are in the Time column)."""
     if cell_len(text) <= width:
         return set_cell_size(text, width)
+    if keep_end:
+        return "…" + set_cell_size(text[::-1], width - 1)[::-1]
     return set_cell_size(text, width - 1) + "…"
