@@ -288,3 +288,23 @@ async def test_quitting_while_a_turn_runs_is_clean(tmp_path: Path) -> None:
         await settle(pilot)
         await send(pilot, "Where is ORD-005?")
         assert "Bluetooth Speaker" in replies(again)[-1]
+
+
+async def test_a_narrow_terminal_hides_the_side_panel_and_ctrl_b_brings_it_back(
+    tmp_path: Path,
+) -> None:
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        panel = app.chat.panel
+        assert not panel.display
+        assert app.chat.chat_log.size.width > 70  # the reply gets the width
+        await pilot.resize_terminal(120, 40)
+        await settle(pilot)
+        assert panel.display
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert not panel.display
+        await pilot.press("ctrl+b")
+        await settle(pilot)
+        assert panel.display and panel.size.width > 0

@@ -62,6 +62,8 @@ if TYPE_CHECKING:
 # Mounting thousands of widgets would make opening an old thread slow; the
 # export (ctrl+s) always has the whole transcript.
 HISTORY_LINES = 200
+# A terminal narrower than this hides the side panel (see ChatScreen.HORIZONTAL_BREAKPOINTS).
+NARROW_BELOW = 90
 WELCOME = "New conversation. Ask about an order (they look like ORD-001), a refund or a complaint."
 
 
@@ -79,6 +81,12 @@ class ChatScreen(Screen[None]):
 
     # Its stylesheet, chat.tcss, is the app's CSS_PATH: this is the app's default screen.
     AUTO_FOCUS = "#message"
+    # Below this many columns the side panel (38 of them) is hidden, so a reply gets the
+    # width; ctrl+b still shows it. (Not a ClassVar: Textual declares it as an attribute.)
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
+        (0, "-narrow"),
+        (NARROW_BELOW, "-wide"),
+    ]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+n", "new_thread", "New chat", id="chat.new_thread"),
         Binding("ctrl+t", "threads", "Threads", id="chat.threads"),
@@ -620,6 +628,7 @@ class ChatScreen(Screen[None]):
         self.app.push_screen(AuditViewerScreen(self.settings.audit_path, thread_id=self.thread_id))
 
     def action_toggle_panel(self) -> None:
+        # Set on the widget, so it outlasts the width breakpoints (CSS) until toggled again.
         self.panel.display = not self.panel.display
 
     def action_scroll_chat(self, direction: int) -> None:
