@@ -131,6 +131,9 @@ async def test_modal_reappears_after_restart(tmp_path: Path) -> None:
         assert isinstance(screen, ApprovalScreen)
         assert "Refund of ORD-005" in modal_text(screen)
         assert second.bells == 1
+        # The side panel shows the checks that led here, as it did before the restart.
+        gates = visible_text(second.chat.query_one("#gates"))
+        assert "✓ order id" in gates and "✓ refund" in gates
         await pilot.press("a")
         await settle(pilot)
         assert "approved and processed" in replies(second)[-1]

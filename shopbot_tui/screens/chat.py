@@ -488,6 +488,13 @@ class ChatScreen(Screen[None]):
         if self._approval_open:
             return
         self._approval_open = True
+        if not self._gates and request.thread_id == self.thread_id:
+            # Reopened (after a restart, say): the checks that led here, from the request.
+            self._gates = [
+                (str(check.get("gate", "?")), bool(check.get("ok")), str(check.get("detail", "")))
+                for check in request.payload.get("gates") or []
+            ]
+            self.panel.show_gates(self._gates)
 
         def decided(decision: str | None) -> None:
             self._approval_open = False
