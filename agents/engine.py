@@ -281,7 +281,12 @@ class ShopBotEngine:
             try:
                 yield
             finally:
-                self.threads.release_turn(thread_id, self._owner)
+                try:
+                    self.threads.release_turn(thread_id, self._owner)
+                except Exception:
+                    # Closing mid-turn may have closed the registry first: the lease then
+                    # expires by itself, and whatever ended the turn must not be replaced.
+                    log.exception("releasing the turn of %s failed", thread_id)
 
     @staticmethod
     def _valid_thread_id(thread_id: str) -> str:
@@ -380,6 +385,25 @@ class ShopBotEngine:
             log.exception("recording the cut-off turn of %s failed", thread_id)
 
     async def _finish(
+        self,
+        thread_id: str,
+        config: dict[str, Any],
+        reply: str,
+        failure: TurnFailed | None,
+        agent: str,
+        *,
+        read_state: bool,
+    ) -> TurnResult:
+        """`_record_end`, or a cut noted when the app closes while it reads the state back."""
+        try:
+            return await self._record_end(
+                thread_id, config, reply, failure, agent, read_state=read_state
+            )
+        except asyncio.CancelledError:
+            self._turn_cut(thread_id, agent)
+            raise
+
+    async def _record_end(
         self,
         thread_id: str,
         config: dict[str, Any],

@@ -51,6 +51,6 @@ REFUND_DECISIONS: dict[str, str] = {
 }
 
 TURN_CUT_NOTE = (
-    "The reply was cut off: ShopBot was closed while answering. Your message is saved; "
-    "please send it again."
+    "The reply was cut off: ShopBot was closed while answering. If it still needs an answer, "
+    "send your message again."
 )

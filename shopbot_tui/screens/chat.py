@@ -62,6 +62,8 @@ if TYPE_CHECKING:
 # Mounting thousands of widgets would make opening an old thread slow; the
 # export (ctrl+s) always has the whole transcript.
 HISTORY_LINES = 200
+# What a thread's running turn sends while its history loads: held, then shown after it.
+HeldLive = ReplyChunk | ReplyComplete | NoteAdded | ProviderRetrying | TurnEnded
 # A terminal narrower than this hides the side panel (see ChatScreen.HORIZONTAL_BREAKPOINTS).
 NARROW_BELOW = 90
 WELCOME = "New conversation. Ask about an order (they look like ORD-001), a refund or a complaint."
@@ -113,7 +115,7 @@ class ChatScreen(Screen[None]):
         # What the open thread's running turn wrote while its history was still loading
         # (shown after the history, not above it); and whether to show the thread again
         # from its transcript when that turn ends.
-        self._held_live: list[ReplyChunk | ReplyComplete | NoteAdded] | None = None
+        self._held_live: list[HeldLive] | None = None
         self._reopen_after_turn = False
         self._approval_open = False
         self._reply: ReplyWriter | None = None
@@ -247,7 +249,7 @@ class ChatScreen(Screen[None]):
             self.show_approval(message.pending)
         await self._release_held_live()
 
-    def _hold_live(self, message: ReplyChunk | ReplyComplete | NoteAdded) -> bool:
+    def _hold_live(self, message: HeldLive) -> bool:
         """Keep what the running turn writes while the history is loading: mounted now, it
         would land above the history."""
         if self._held_live is None:
@@ -270,7 +272,9 @@ class ChatScreen(Screen[None]):
                 await self._reply_chunk(message)
             elif isinstance(message, ReplyComplete):
                 await self._reply_complete(message)
-            else:
+            elif isinstance(message, ProviderRetrying):
+                await self._provider_retrying(message)
+            elif isinstance(message, NoteAdded):
                 await self._note_added(message)
 
     # --- sending -------------------------------------------------------------------------
@@ -412,7 +416,7 @@ class ChatScreen(Screen[None]):
 
     @on(ProviderRetrying)
     async def _provider_retrying(self, message: ProviderRetrying) -> None:
-        if message.thread_id != self.thread_id:
+        if message.thread_id != self.thread_id or self._hold_live(message):
             return
         # Tokens of the failed attempt are not part of any reply.
         await self._finish_streaming()
@@ -450,10 +454,17 @@ class ChatScreen(Screen[None]):
             elif result is not None and result.status == "done":
                 self.notify(f"Thread {message.thread_id} has a new reply.", markup=False)
             return
+        # Ended while the history loads: what that read saw of the turn is unknown, so the
+        # thread is shown again from its transcript once it has loaded.
+        self._hold_live(message)
         # Only replies the engine confirmed (ReplyDone) stay on screen, as in the transcript.
         await self._finish_streaming()
         if self._reopen_after_turn:
+            # The checks this turn reported stay in the side panel.
+            gates = self._gates
             await self.open_thread(self.thread_id, self.customer)
+            self._gates = gates
+            self.panel.show_gates(gates)
             return
         if result is None:
             self.panel.show_agent(self.panel.agent, step_text("idle"))
@@ -485,9 +496,6 @@ class ChatScreen(Screen[None]):
 
     def show_approval(self, request: ApprovalRequest) -> None:
         """Open the approval modal (once); its answer resumes the graph."""
-        if self._approval_open:
-            return
-        self._approval_open = True
         if not self._gates and request.thread_id == self.thread_id:
             # Reopened (after a restart, say): the checks that led here, from the request.
             self._gates = [
@@ -495,6 +503,9 @@ class ChatScreen(Screen[None]):
                 for check in request.payload.get("gates") or []
             ]
             self.panel.show_gates(self._gates)
+        if self._approval_open:
+            return
+        self._approval_open = True
 
         def decided(decision: str | None) -> None:
             self._approval_open = False
