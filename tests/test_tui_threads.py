@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from textual.command import CommandPalette
 from textual.widgets import DataTable, Input
 
+from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.screens.threads import ThreadsScreen
 from shopbot_tui.widgets.conversation import AssistantReply
@@ -96,6 +98,47 @@ async def test_switching_back_to_a_thread_mid_reply_shows_the_reply_below_its_hi
         assert [role for role, _ in shown] == ["customer", "assistant", "customer", "assistant"]
         assert shown[2][1] == "Where is my order ORD-002?"
         assert "ORD-002" in shown[3][1]
+        assert shown == [(line.role, line.text) for line in read("t-one")]
+
+
+async def test_a_turn_that_pauses_for_approval_while_its_thread_loads_is_shown_pending(
+    tmp_path: Path,
+) -> None:
+    model = GatedModel()  # every model call waits until the test opens the gate
+    app = make_app(tmp_path, thread_id="t-one", customer="Sam", model=model)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "I want a refund for ORD-005, the speaker crackles", wait=False)
+        await wait_until(pilot, lambda: "t-one" in app.chat.busy, "the turn to start")
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: app.chat.thread_id != "t-one", "a new conversation")
+        await wait_until(pilot, lambda: app.chat._thread_ready, "the new conversation")
+
+        # Back to it: the load reads "nothing pending", then the turn runs to its approval
+        # and ends before that stale answer is shown.
+        engine = app.engine
+        assert engine is not None
+        read, pending_now = engine.transcript, engine.pending_approval
+
+        async def stale_pending(thread_id: str) -> Any:
+            answer = await pending_now(thread_id)
+            model.open()
+            # Until that turn has ended (it runs on this same loop).
+            for _ in range(200):
+                if "t-one" not in app.chat.busy:
+                    break
+                await asyncio.sleep(0.01)
+            return answer
+
+        engine.pending_approval = stale_pending  # type: ignore[method-assign]
+        await app.chat.open_thread("t-one", "Sam")
+        await wait_until(pilot, lambda: "t-one" not in app.chat.busy, "the turn to end")
+        await settle(pilot)
+
+        # What the history read saw was from before the pause: the thread is shown again.
+        assert app.chat.pending is not None and app.chat.pending.kind == "refund_approval"
+        assert isinstance(app.screen, ApprovalScreen)
+        shown = transcript_on_screen(app)
         assert shown == [(line.role, line.text) for line in read("t-one")]
 
 
