@@ -8,8 +8,8 @@ import asyncio
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
 from typing import Any
 
@@ -364,12 +364,27 @@ class ShopBotEngine:
         if failure is not None:
             self._note(thread_id, failure)
             yield failure
-        result = await self._finish(
-            thread_id, config, reply, failure, agent, read_state=paused or reply == LIMIT_REACHED
-        )
+        with self._cut_noted(thread_id, agent):
+            result = await self._finish(
+                thread_id,
+                config,
+                reply,
+                failure,
+                agent,
+                read_state=paused or reply == LIMIT_REACHED,
+            )
         if result.pending is not None:
             yield ApprovalRequested(result.pending)
         yield TurnFinished(result)
+
+    @contextmanager
+    def _cut_noted(self, thread_id: str, agent: str) -> Iterator[None]:
+        """A cancellation inside (the app closing while the end is recorded) is noted."""
+        try:
+            yield
+        except asyncio.CancelledError:
+            self._turn_cut(thread_id, agent)
+            raise
 
     def _turn_cut(self, thread_id: str, agent: str) -> None:
         """The turn was cancelled (the app closed, Ctrl+C): say so in the transcript and the
@@ -385,25 +400,6 @@ class ShopBotEngine:
             log.exception("recording the cut-off turn of %s failed", thread_id)
 
     async def _finish(
-        self,
-        thread_id: str,
-        config: dict[str, Any],
-        reply: str,
-        failure: TurnFailed | None,
-        agent: str,
-        *,
-        read_state: bool,
-    ) -> TurnResult:
-        """`_record_end`, or a cut noted when the app closes while it reads the state back."""
-        try:
-            return await self._record_end(
-                thread_id, config, reply, failure, agent, read_state=read_state
-            )
-        except asyncio.CancelledError:
-            self._turn_cut(thread_id, agent)
-            raise
-
-    async def _record_end(
         self,
         thread_id: str,
         config: dict[str, Any],
