@@ -26,6 +26,6 @@ class StreamingChatMistral(ChatMistralAI):
         stream: bool | None = None,  # as in ChatMistralAI._agenerate
         **kwargs: Any,
     ) -> ChatResult:
-        if run_manager is not None and wants_stream(run_manager):
+        if wants_stream(run_manager):
             return await generate_streamed(self, messages, stop, run_manager, **kwargs)
         return await super()._agenerate(messages, stop, run_manager, stream, **kwargs)

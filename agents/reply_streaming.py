@@ -11,7 +11,7 @@ batches with LangChain's own (associative) merge: the message equals the one-sho
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler, AsyncCallbackManagerForLLMRun
@@ -57,9 +57,11 @@ class TextSink(AsyncCallbackHandler):
             self._on_text(text)
 
 
-def wants_stream(run_manager: AsyncCallbackManagerForLLMRun) -> bool:
+def wants_stream(
+    run_manager: AsyncCallbackManagerForLLMRun | None,
+) -> TypeGuard[AsyncCallbackManagerForLLMRun]:
     """Whether a `TextSink` listens to this call (our `_stream_reply` asked for a stream)."""
-    return any(isinstance(h, TextSink) for h in run_manager.handlers)
+    return run_manager is not None and any(isinstance(h, TextSink) for h in run_manager.handlers)
 
 
 def _fold(

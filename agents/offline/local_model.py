@@ -100,7 +100,7 @@ class LocalChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        if run_manager is not None and wants_stream(run_manager):
+        if wants_stream(run_manager):
             return await generate_streamed(self, messages, stop, run_manager, **kwargs)
         # In-process: no executor thread, unlike BaseChatModel's default.
         return ChatResult(generations=[ChatGeneration(message=self._reply(messages, kwargs))])

@@ -245,8 +245,8 @@ class AssistantReply(Widget):
         self._last_layout = 0.0
         self._started = self._last_append = monotonic()
         self._grow_timer: asyncio.TimerHandle | None = None
-        self._grow_queued = False
-        # A layout asked for and not made yet (when it was asked): no second one meanwhile.
+        # A layout asked for (queued or requested) and not made yet, and when: no second
+        # one meanwhile.
         self._layout_asked: float | None = None
         self._trim_timer: Timer | None = None
         self._show_title()
@@ -266,7 +266,7 @@ class AssistantReply(Widget):
             return
         lines = self._repaint_changes(before, width)
         now = self._last_append = monotonic()
-        if self._grow_timer is not None or self._grow_queued or self._layout_waits(now):
+        if self._grow_timer is not None or self._layout_waits(now):
             return
         # A taller reply means laying out the whole screen (and scrolling the chat): at most
         # every LAYOUT_EVERY seconds, while text within the lines shows at once. It is laid
@@ -282,7 +282,8 @@ class AssistantReply(Widget):
             return
         if wait <= 0:
             # After the frame that shows this text: the two together made the longest frames.
-            self._grow_queued = self.call_after_refresh(self._grow)
+            self._layout_asked = now
+            self.call_after_refresh(self._grow)
         else:
             # Booked when the room runs low, not when it has run out: text that waits
             # below the last line for the layout shows as a stalled reply. A loop timer:
@@ -306,7 +307,6 @@ class AssistantReply(Widget):
         if self._grow_timer is not None:
             self._grow_timer.cancel()  # booked, then overtaken by `pause()`
         self._grow_timer = None
-        self._grow_queued = False
         self._layout_asked = monotonic()
         # Layout only: `append` repainted the lines whose text changed.
         self.refresh(Region(0, 0, 0, 0), layout=True)

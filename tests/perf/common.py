@@ -189,7 +189,7 @@ class TimedDemoModel(OfflineDemoModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        if run_manager is not None and wants_stream(run_manager):
+        if wants_stream(run_manager):
             # A streamed reply: `_astream` below times the model's part, and the folding
             # of its chunks around it is ours.
             return await super()._agenerate(messages, stop, run_manager, **kwargs)
