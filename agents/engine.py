@@ -259,7 +259,12 @@ class ShopBotEngine:
         if info is not None and info.status == "idle" and info.turns > 0:
             return info.active_agent, None
         state = await self._snapshot(thread_id)
-        return active_in(state), pending_in(thread_id, state)
+        pending = pending_in(thread_id, state)
+        if pending is None and info is not None:
+            # The last turn was cut off (closed, or the process died): its completed steps
+            # were saved, and a hand-off among them ends the history on a tool answer.
+            await self._mend_tail(thread_id, state, TURN_CUT_NOTE)
+        return active_in(state), pending
 
     async def _snapshot(self, thread_id: str) -> Any:
         # With the specialists' own states: an interrupt their state has moved past is stale.
@@ -315,7 +320,7 @@ class ShopBotEngine:
         config = self._config(thread_id)
         context = ShopContext(thread_id, customer, self.shop, self._recorder, self.retry)
         yield AgentChanged(agent=agent)
-        reply = ""
+        done: ReplyDone | None = None
         failure: TurnFailed | None = None
         # The approval nodes announce a pause just before they call interrupt().
         paused = False
@@ -338,7 +343,7 @@ class ShopBotEngine:
                 if isinstance(data, AgentChanged):
                     agent = data.agent
                 if isinstance(data, ReplyDone):
-                    reply = data.text
+                    done = data
                 if isinstance(data, StepChanged) and data.step == "waiting_for_approval":
                     paused = True
                 self._note(thread_id, data)
@@ -349,10 +354,10 @@ class ShopBotEngine:
         except ProviderUnavailable as exc:
             failure = TurnFailed(kind="provider", message=str(exc))
         except GraphRecursionError:
-            reply = LIMIT_REACHED
+            done = ReplyDone(agent, LIMIT_REACHED)
             detail = {"limit": "recursion", "detail": f"more than {RECURSION_LIMIT} steps"}
             self._recorder.append("limit_reached", thread_id=thread_id, agent=agent, detail=detail)
-            for event in (LimitReached(agent, **detail), ReplyDone(agent, reply)):
+            for event in (LimitReached(agent, **detail), done):
                 self._note(thread_id, event)
                 yield event
         except Exception as exc:
@@ -365,14 +370,7 @@ class ShopBotEngine:
             self._note(thread_id, failure)
             yield failure
         with self._cut_noted(thread_id, agent):
-            result = await self._finish(
-                thread_id,
-                config,
-                reply,
-                failure,
-                agent,
-                read_state=paused or reply == LIMIT_REACHED,
-            )
+            result = await self._finish(thread_id, done, failure, agent, paused=paused)
         if result.pending is not None:
             yield ApprovalRequested(result.pending)
         yield TurnFinished(result)
@@ -402,37 +400,32 @@ class ShopBotEngine:
     async def _finish(
         self,
         thread_id: str,
-        config: dict[str, Any],
-        reply: str,
+        done: ReplyDone | None,
         failure: TurnFailed | None,
         agent: str,
         *,
-        read_state: bool,
+        paused: bool,
     ) -> TurnResult:
         """Record how the turn ended. The stored state is read back only when the turn paused
         or did not end normally: a plain turn's events already said all there is to know."""
+        reply = done.text if done else ""
         closing = reply == LIMIT_REACHED
         pending: ApprovalRequest | None = None
-        if read_state or failure is not None:
+        if paused or closing or failure is not None:
             state = await self._snapshot(thread_id)
             pending = pending_in(thread_id, state)
             agent = active_in(state)
         if (failure is not None or closing) and pending is None:
             # The thread must not point at the failed node, nor keep a history Mistral rejects.
-            messages = state.values.get("messages", [])
-            note = LIMIT_REACHED if closing else TURN_FAILED_NOTE
-            repair = repair_tail(messages, note)
-            if closing and not any(isinstance(m, AIMessage) and m.text == note for m in repair):
-                repair.append(AIMessage(content=note))
-            await self.graph.aupdate_state(config, {"messages": repair}, as_node="end_turn")
+            await self._mend_tail(
+                thread_id, state, LIMIT_REACHED if closing else TURN_FAILED_NOTE, say_it=closing
+            )
         status: TurnStatus
         if pending is not None:
             self._note(thread_id, ApprovalRequested(pending))
             status = "awaiting_approval"
         else:
             status = "error" if failure is not None else "done"
-        if reply:
-            self.threads.append_line(thread_id, "assistant", reply, agent=agent)
         self.threads.update(
             thread_id, active_agent=agent, status="idle" if status == "done" else status
         )
@@ -448,8 +441,28 @@ class ShopBotEngine:
             error=failure.message if failure else None,
         )
 
+    async def _mend_tail(
+        self, thread_id: str, state: Any, note: str, *, say_it: bool = False
+    ) -> None:
+        """Close a turn that did not end normally: the thread no longer points at the node it
+        stopped in, and its history ends so Mistral accepts the next message (unanswered
+        calls refused, no tool answer last). `say_it` ends it on `note` even when the history
+        needed nothing (the graceful reply of a brake)."""
+        repair = repair_tail(state.values.get("messages", []), note)
+        if say_it and not any(isinstance(m, AIMessage) and m.text == note for m in repair):
+            repair.append(AIMessage(content=note))
+        if repair or state.next:
+            await self.graph.aupdate_state(
+                self._config(thread_id), {"messages": repair}, as_node="end_turn"
+            )
+
     def _note(self, thread_id: str, event: EngineEvent) -> None:
-        if (line := note_for(event)) is not None:
+        """The transcript line for an event, in the order things happened: a reply under the
+        agent that wrote it (a handled complaint hands back right after), notes between."""
+        if isinstance(event, ReplyDone):
+            if event.text:
+                self.threads.append_line(thread_id, "assistant", event.text, agent=event.agent)
+        elif (line := note_for(event)) is not None:
             self.threads.append_line(thread_id, "note", line)
 
 

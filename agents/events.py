@@ -233,7 +233,8 @@ def _first_sentence(text: str, width: int = 90) -> str:
 def note_for(event: EngineEvent) -> str | None:
     """The quiet system line a person sees for an event, in the chat and in the transcript."""
     if isinstance(event, HandedOff):
-        return f"→ handed to {AGENT_TITLES.get(event.target, event.target)}"
+        why = f" ({_first_sentence(event.reason)})" if event.reason else ""
+        return f"→ handed to {AGENT_TITLES.get(event.target, event.target)}{why}"
     if isinstance(event, GateChecked) and not event.ok:
         return f"gate: {event.gate.replace('_', ' ')} rejected: {_first_sentence(event.detail)}"
     if isinstance(event, StepChanged) and event.step == "correcting":

@@ -188,6 +188,13 @@ async def test_angry_complaint_is_reviewed(tmp_path: Path) -> None:
         assert "compensation" in done.result.reply
         # A handled complaint goes back to first contact: "thanks, bye" is no new complaint.
         assert done.result.active_agent == "order_agent"
+        assert [(h.source, h.target) for h in done.of(HandedOff)] == [
+            ("complaints_agent", "order_agent")
+        ]
+        # The reply is kept under the agent that wrote it, and the hand-back is noted.
+        lines = engine.transcript("c1")
+        assert (lines[-2].role, lines[-2].agent) == ("assistant", "complaints_agent")
+        assert lines[-1].text == "→ handed to Order agent (complaint handled)"
         thanks = await say(engine, "c1", "Thank you, that's all for today.", "Alex")
         assert thanks.result.status == "done"
         assert kinds(audit_of(engine, "c1")).count("approval_requested") == 1
@@ -391,3 +398,28 @@ async def test_a_turn_cut_off_by_closing_says_so_and_the_thread_goes_on(tmp_path
         again = await say(engine, "cut", "Where is my order ORD-001?", "Alex")
         assert "Wireless Headphones" in again.result.reply
         assert_mistral_valid(await history(engine, "cut"))
+
+
+async def test_a_turn_cut_after_a_hand_off_leaves_a_history_the_provider_accepts(
+    tmp_path: Path,
+) -> None:
+    # The order agent's hand-off completes (a saved step), then the refund agent's first call
+    # hangs: the saved history ends on the hand-off's tool answer.
+    model = GatedModel(free_calls=1)
+    async with open_engine(tmp_path, model=model) as engine:
+        text = "I want a refund for ORD-001, the headphones stopped working"
+        turn = asyncio.create_task(say(engine, "cut", text, "Alex"))
+        await asyncio.wait_for(model.held.wait(), timeout=10)
+        turn.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await turn
+        saved = await history(engine, "cut")
+        assert [type(m).__name__ for m in saved] == ["HumanMessage", "AIMessage", "ToolMessage"]
+
+        model.open()
+        again = await say(engine, "cut", "Where is my order ORD-001?", "Alex")
+        assert "Wireless Headphones" in again.result.reply
+        stored = await history(engine, "cut")
+        # The cut turn was closed with its note before the new message came in.
+        assert [m.text for m in stored[3:5]] == [TURN_CUT_NOTE, "Where is my order ORD-001?"]
+        assert_mistral_valid(stored)

@@ -140,12 +140,27 @@ def audit_kinds(app: ShopBotApp, thread_id: str) -> list[str]:
 
 
 class GatedModel(OfflineDemoModel):
-    """The demo model, holding every call until the test opens the gate; with
-    `pause_mid_reply`, a streamed reply also stops after its first piece until `resume()`."""
+    """The demo model, holding every call after the first `free_calls` until the test opens
+    the gate (`held` is set once a call waits there); with `pause_mid_reply`, a streamed reply
+    also stops after its first piece until `resume()`."""
 
     pause_mid_reply: bool = False
+    free_calls: int = 0
     _gate: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
     _mid: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
+    _held: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
+    _calls: int = PrivateAttr(default=0)
+    _admitted: bool = PrivateAttr(default=False)  # this call already passed the gate
+
+    @property
+    def held(self) -> asyncio.Event:
+        return self._held
+
+    async def _wait_for_gate(self) -> None:
+        self._calls += 1
+        if self._calls > self.free_calls:
+            self._held.set()
+            await self._gate.wait()
 
     def open(self) -> None:
         self._gate.set()
@@ -164,13 +179,18 @@ class GatedModel(OfflineDemoModel):
         **kwargs: Any,
     ) -> ChatResult:
         # `run_manager` named: LangChain passes it (and so the request to stream) only then.
-        await self._gate.wait()
-        return await super()._agenerate(messages, stop, run_manager, **kwargs)
+        await self._wait_for_gate()
+        self._admitted = True  # a streamed reply goes on through `_astream`: one call
+        try:
+            return await super()._agenerate(messages, stop, run_manager, **kwargs)
+        finally:
+            self._admitted = False
 
     async def _astream(
         self, messages: list[BaseMessage], *args: Any, **kwargs: Any
     ) -> AsyncIterator[ChatGenerationChunk]:
-        await self._gate.wait()
+        if not self._admitted:
+            await self._wait_for_gate()
         pieces = 0
         async for chunk in super()._astream(messages, *args, **kwargs):
             yield chunk

@@ -12,6 +12,7 @@ from agents.events import (
     DEFAULT_AGENT,
     AgentChanged,
     Escalated,
+    HandedOff,
     LimitReached,
     ReplyDone,
     StepChanged,
@@ -72,11 +73,13 @@ def make_stop_turn(spec: SpecialistSpec) -> Any:
 def close_complaint(runtime: Runtime[ShopContext], agent: str) -> dict[str, str]:
     """A handled complaint goes back to first contact, so the next message is not read as a
     new complaint (its extraction would find the old anger in the history and pause again)."""
+    reason = "complaint handled"
     report(
         runtime,
-        AgentChanged(agent=DEFAULT_AGENT, previous=agent),
+        HandedOff(source=agent, target=DEFAULT_AGENT, reason=reason),
         kind="handoff",
         agent=agent,
-        detail={"from": agent, "to": DEFAULT_AGENT, "reason": "complaint handled"},
+        detail={"from": agent, "to": DEFAULT_AGENT, "reason": reason},
     )
+    report(runtime, AgentChanged(agent=DEFAULT_AGENT, previous=agent))
     return {"active_agent": DEFAULT_AGENT}
