@@ -170,14 +170,43 @@ async def test_stray_keys_cannot_decide_before_the_modal_is_armed(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         screen = await dialog_after(pilot, REFUND)
-        await pilot.press("a", "enter")  # the person was still typing
+        await pilot.press("o", "k", "space", "g", "r", "e", "a", "t", "enter")  # still typing
         await pilot.pause()
         assert app.screen is screen
         assert all(button.disabled for button in screen.query(Button))
+        assert screen.typed == "ok great"
         screen.arm()
-        await pilot.press("enter")  # the first option has the focus once armed
+        await pilot.press("enter")  # no option has the focus: Enter alone decides nothing
+        await pilot.pause()
+        assert app.screen is screen
+        await pilot.press("a")
         await settle(pilot)
         assert "decision: approve" in notes(app)
+        # What was typed into the modal is not lost: it waits in the message box.
+        assert app.chat.query_one("#message", Input).value == "ok great"
+        assert "approval_decided" in audit_kinds(app, "t-test")
+
+
+async def test_typing_on_once_armed_puts_the_keys_back_to_sleep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ApprovalScreen, "ARM_DELAY", 3600.0)
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await dialog_after(pilot, REFUND)
+        screen.arm()
+        assert not any(button.disabled for button in screen.query(Button))
+        # A pause, then typing goes on: the first letter is no option's key.
+        await pilot.press("s", "o", "r", "r", "y", "backspace")
+        await pilot.pause()
+        assert app.screen is screen and not screen.armed
+        assert all(button.disabled for button in screen.query(Button))
+        await pilot.press("escape")  # decide later: the words go back, nothing is decided
+        await settle(pilot)
+        assert app.chat.query_one("#message", Input).value == "sorr"
+        assert app.chat.pending is not None
+        assert "approval_decided" not in audit_kinds(app, "t-test")
 
 
 async def test_decision_taken_elsewhere_is_refused_and_the_thread_reloads(tmp_path: Path) -> None:
@@ -195,3 +224,22 @@ async def test_decision_taken_elsewhere_is_refused_and_the_thread_reloads(tmp_pa
         assert app.chat.pending is None
         assert "decision: reject" in notes(app)
         assert "refund_processed" not in audit_kinds(app, "t-test")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (70, 20)])
+@pytest.mark.parametrize("text", [REFUND, COMPLAINT])
+async def test_every_option_shows_in_a_small_terminal(
+    tmp_path: Path, size: tuple[int, int], text: str
+) -> None:
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = await dialog_after(pilot, text)
+        await pilot.pause()
+        dialog = screen.query_one("#approval-dialog").region
+        for button in screen.query(Button):
+            # Wholly on screen and inside the dialog, label and all: the details scroll instead.
+            assert dialog.contains_region(button.region), (str(button.label), button.region)
+            assert button.region.height == 3
+        hint = screen.query_one("#approval-hint").region
+        assert dialog.contains_region(hint) and hint.height == 1

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
+from textual.timer import Timer
 from textual.widgets import Button, Footer, Static
 
 from agents.facade import ApprovalRequest, visible
@@ -109,13 +110,17 @@ class ApprovalScreen(ModalScreen[str | None]):
     ]
 
     # The modal opens when a reply ends, often while the person is still typing: a stray
-    # "a" must not approve a refund. Keys and buttons wake up after this many seconds.
+    # "a" must not approve a refund. Keys and buttons wake up once no key has been pressed
+    # for this many seconds, and a letter that is no option's key puts them back to sleep.
     ARM_DELAY: ClassVar[float] = 0.6
 
     def __init__(self, request: ApprovalRequest) -> None:
         super().__init__()
         self.request = request
         self.armed = False
+        # What was typed while the keys slept: the chat gives it back to the message box.
+        self.typed = ""
+        self._arm_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -180,19 +185,50 @@ class ApprovalScreen(ModalScreen[str | None]):
         self.notify(
             describe(self.request), title="Decision needed", severity="warning", markup=False
         )
-        if self.ARM_DELAY > 0:
-            self.set_timer(self.ARM_DELAY, self.arm)
-        else:
+        # The details have the focus, not a button: Enter alone decides nothing.
+        self.query_one("#approval-body").focus()
+        self._sleep()
+
+    def _sleep(self) -> None:
+        """Keys and buttons off until no key has come for ARM_DELAY seconds."""
+        if self.ARM_DELAY <= 0:
             self.arm()
+            return
+        if self.armed:
+            self._set_armed(False)
+        if self._arm_timer is not None:
+            self._arm_timer.stop()  # (`Timer.reset` cannot restart a one-shot that has fired)
+        self._arm_timer = self.set_timer(self.ARM_DELAY, self.arm)
 
     def arm(self) -> None:
         """Let the shortcuts and buttons decide."""
-        self.armed = True
+        self._set_armed(True)
+
+    def _set_armed(self, armed: bool) -> None:
+        self.armed = armed
         for button in self.query("#approval-options Button").results(Button):
-            button.disabled = False
-        if self.request.options:
-            self.query_one(f"#option-{self.request.options[0]}", Button).focus()
+            button.disabled = not armed
         self.refresh_bindings()
+
+    def on_key(self, event: events.Key) -> None:
+        """Typing that goes on into the modal is held back (and kept), never a decision.
+
+        Seen here before the bindings are: the app checks them only once the key has bubbled
+        past the screen."""
+        option_key = event.character in self._option_keys
+        if event.key == "escape" or (self.armed and (option_key or not event.is_printable)):
+            return
+        event.stop()
+        event.prevent_default()
+        if event.key == "backspace":
+            self.typed = self.typed[:-1]
+        elif event.is_printable and event.character:
+            self.typed += event.character
+        self._sleep()
+
+    @property
+    def _option_keys(self) -> set[str]:
+        return {OPTION_KEYS[o] for o in self.request.options if o in OPTION_KEYS}
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "decide":

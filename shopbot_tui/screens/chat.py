@@ -507,8 +507,15 @@ class ChatScreen(Screen[None]):
             return
         self._approval_open = True
 
+        # (Imported here: not needed for the first paint.)
+        from shopbot_tui.screens.approval import ApprovalScreen
+
+        screen = ApprovalScreen(request)
+
         def decided(decision: str | None) -> None:
             self._approval_open = False
+            if screen.typed:
+                self._keep_typed(screen.typed)
             if decision is None:
                 self.notify("The decision is still pending: ctrl+r opens it again.")
             elif self.engine is not None and request.thread_id not in self.busy:
@@ -521,9 +528,12 @@ class ChatScreen(Screen[None]):
 
         # After this screen's next refresh: what led to the question is painted behind it
         # (a screen under a modal is not laid out again).
-        from shopbot_tui.screens.approval import ApprovalScreen  # not needed for first paint
+        self.call_after_refresh(self.app.push_screen, screen, decided)
 
-        self.call_after_refresh(self.app.push_screen, ApprovalScreen(request), decided)
+    def _keep_typed(self, typed: str) -> None:
+        """What the person typed as the modal opened goes back into the message box."""
+        self.message_input.insert_text_at_cursor(typed)
+        self.notify("What you typed as the decision opened is back in the message box.")
 
     # --- helpers -------------------------------------------------------------------------
 
