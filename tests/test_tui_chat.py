@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from textual import events
 from textual.widgets import Input
 
 from agents.context import RetryBudget
@@ -185,6 +186,24 @@ async def test_input_errors_keep_the_text(tmp_path: Path) -> None:
         await send(pilot, "x" * 16_001)
         assert any("too long" in notice for notice in iter_notices(app, "warning"))
         assert len(app.chat.query_one("#message", Input).value) == 16_001
+
+
+async def test_a_multi_line_paste_is_kept_whole(tmp_path: Path) -> None:
+    app = make_app(tmp_path, customer="Jordan")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        box = app.chat.query_one("#message", Input)
+        box.focus()
+        email = "Hello, I need help with ORD-003.\r\n\nIt was due last week.\nWhere is it?\n"
+        await pilot.press("O", "K", "space")
+        box.post_message(events.Paste(email))
+        await pilot.pause()
+        assert box.value == "OK Hello, I need help with ORD-003. It was due last week. Where is it?"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.engine is not None
+        said = [line.text for line in app.engine.transcript("t-test") if line.role == "customer"]
+        assert said == ["OK Hello, I need help with ORD-003. It was due last week. Where is it?"]
 
 
 async def test_loading_state_paints_before_the_engine(tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ from shopbot_tui.widgets.conversation import (
     ReplyWriter,
     SystemNote,
 )
+from shopbot_tui.widgets.message_box import MessageBox
 from shopbot_tui.widgets.side_panel import SidePanel, step_text
 
 if TYPE_CHECKING:
@@ -132,10 +133,7 @@ class ChatScreen(Screen[None]):
                 with ChatLog(id="chat-log"), Vertical(id="loading"):
                     yield SystemNote("Loading the engine… (LangChain and LangGraph)")
                     yield LoadingIndicator()
-                yield Input(
-                    placeholder="Message ShopBot, Enter to send",
-                    id="message",
-                )
+                yield MessageBox(placeholder="Message ShopBot, Enter to send", id="message")
             yield SidePanel(model_label=self.settings.model_label, offline=self.settings.offline)
         yield Footer()
 
