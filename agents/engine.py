@@ -58,7 +58,7 @@ from agents.thread_registry import (
     ThreadRegistry,
     validate_thread_id,
 )
-from agents.thread_state import active_in, pending_in
+from agents.thread_state import active_in, pending_in, unfinished_work
 
 log = logging.getLogger("shopbot.engine")
 
@@ -448,7 +448,8 @@ class ShopBotEngine:
         stopped in, and its history ends so Mistral accepts the next message (unanswered
         calls refused, no tool answer last). `say_it` ends it on `note` even when the history
         needed nothing (the graceful reply of a brake)."""
-        repair = repair_tail(state.values.get("messages", []), note)
+        carried = unfinished_work(state)
+        repair = [*carried, *repair_tail([*state.values.get("messages", []), *carried], note)]
         if say_it and not any(isinstance(m, AIMessage) and m.text == note for m in repair):
             repair.append(AIMessage(content=note))
         if repair or state.next:

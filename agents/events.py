@@ -185,6 +185,16 @@ class ApprovalDecided:
 
 
 @dataclass(frozen=True)
+class RefundPaid:
+    """Money moved: the refund ledger holds this refund (noted even if the reply then fails)."""
+
+    agent: str
+    order_id: str
+    reference: str
+    amount: str
+
+
+@dataclass(frozen=True)
 class ReplyDone:
     """A complete assistant reply (the streamed tokens, final and exact)."""
 
@@ -219,6 +229,7 @@ EngineEvent = (
     | Retrying
     | ApprovalRequested
     | ApprovalDecided
+    | RefundPaid
     | ReplyDone
     | TurnFailed
     | TurnFinished
@@ -249,6 +260,8 @@ def note_for(event: EngineEvent) -> str | None:
         return f"waiting for a human decision: {event.request.kind.replace('_', ' ')}"
     if isinstance(event, ApprovalDecided):
         return f"decision: {event.decision}"
+    if isinstance(event, RefundPaid):
+        return f"refund paid: {event.order_id}, ${event.amount} (reference {event.reference})"
     if isinstance(event, Retrying):
         return f"provider busy, retrying in {event.delay:.1f}s ({event.reason})"
     if isinstance(event, TurnFailed):

@@ -1,8 +1,11 @@
-"""Reading what a thread's stored graph state says: its pending decision, its active agent."""
+"""Reading what a thread's stored graph state says: its pending decision, its active agent,
+the work of a run that did not finish."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from langchain_core.messages import AnyMessage
 
 from agents.events import DEFAULT_AGENT, ApprovalRequest
 
@@ -37,3 +40,20 @@ def pending_in(thread_id: str, state: Any) -> ApprovalRequest | None:
 
 def active_in(state: Any) -> str:
     return str(state.values.get("active_agent") or DEFAULT_AGENT)
+
+
+def unfinished_work(state: Any) -> list[AnyMessage]:
+    """Messages a specialist added in a run that did not finish: they reach the parent only
+    when the specialist ends. Closing the turn without them would forget what happened (a
+    refund paid after an approval, say) from the conversation the model reads next."""
+    known = {m.id for m in state.values.get("messages", [])}
+    carried: list[AnyMessage] = []
+    for task in state.tasks:
+        sub = task.state
+        if sub is None or not hasattr(sub, "values"):  # not read (subgraphs=False)
+            continue
+        for message in sub.values.get("messages", []):
+            if message.id not in known:
+                known.add(message.id)
+                carried.append(message)
+    return carried

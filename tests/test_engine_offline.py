@@ -6,8 +6,12 @@ import asyncio
 import socket
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from pydantic import PrivateAttr
 
 from agents.events import (
     ApprovalRequested,
@@ -18,6 +22,7 @@ from agents.events import (
     StepChanged,
 )
 from agents.facade import InputError
+from agents.offline.demo_model import OfflineDemoModel
 from agents.replies import TURN_CUT_NOTE
 from tests.engine_support import (
     assert_mistral_valid,
@@ -422,4 +427,77 @@ async def test_a_turn_cut_after_a_hand_off_leaves_a_history_the_provider_accepts
         stored = await history(engine, "cut")
         # The cut turn was closed with its note before the new message came in.
         assert [m.text for m in stored[3:5]] == [TURN_CUT_NOTE, "Where is my order ORD-001?"]
+        assert_mistral_valid(stored)
+
+
+class FlakyDemoModel(OfflineDemoModel):
+    """The demo model with a switch that makes the provider answer HTTP 503; it keeps what
+    each call was sent."""
+
+    down: bool = False
+    _sent: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+
+    @property
+    def sent(self) -> list[list[BaseMessage]]:
+        return self._sent
+
+    def answer(self, messages: Any, tools: Any, tool_choice: Any) -> AIMessage:
+        self._sent.append(list(messages))
+        if self.down:
+            request = httpx.Request("POST", "https://provider.invalid/v1/chat/completions")
+            response = httpx.Response(503, request=request, text="upstream overloaded")
+            raise httpx.HTTPStatusError("503", request=request, response=response)
+        return super().answer(messages, tools, tool_choice)
+
+
+async def test_a_reply_that_fails_after_an_approval_keeps_the_paid_refund(tmp_path: Path) -> None:
+    model = FlakyDemoModel()
+    async with open_engine(tmp_path, model=model) as engine:
+        await say(engine, "fr", "I want a refund for ORD-005, the speaker crackles", "Sam")
+        model.down = True  # the provider goes down as the refund agent writes its reply
+        failed = await decide(engine, "fr", "approve")
+        assert failed.result.status == "error"
+        refund = engine.shop.refund_for("ORD-005")
+        assert refund is not None
+        # The money moved: the transcript says so, with the reference, reply or not.
+        notes = [line.text for line in engine.transcript("fr") if line.role == "note"]
+        assert f"refund paid: ORD-005, $59.50 (reference {refund.reference})" in notes
+        # And the conversation the model reads next still holds the refund's call and result.
+        stored = await history(engine, "fr")
+        assert any(refund.reference in m.text for m in stored if isinstance(m, ToolMessage))
+        assert_mistral_valid(stored)
+
+        model.down = False
+        model.sent.clear()
+        again = await say(engine, "fr", "So did my refund go through?", "Sam")
+        assert again.result.status == "done"
+        assert any(refund.reference in m.text for m in model.sent[0])
+        assert_mistral_valid(await history(engine, "fr"))
+
+
+async def test_closing_after_a_refund_is_paid_keeps_it_in_the_conversation(
+    tmp_path: Path,
+) -> None:
+    model = GatedModel()
+    model.open()
+    async with open_engine(tmp_path, model=model) as engine:
+        await say(engine, "cl", "I want a refund for ORD-005, the speaker crackles", "Sam")
+        model.hold_from_now()  # the refund is paid, then its reply hangs
+        resume = asyncio.create_task(decide(engine, "cl", "approve"))
+        await asyncio.wait_for(model.held.wait(), timeout=10)
+        resume.cancel()  # the app is closed
+        with pytest.raises(asyncio.CancelledError):
+            await resume
+        refund = engine.shop.refund_for("ORD-005")
+        assert refund is not None
+        assert await engine.pending_approval("cl") is None  # answered: not asked again
+
+        model.open()
+        question = "So did my refund go through?"
+        again = await say(engine, "cl", question, "Sam")
+        assert again.result.status == "done"
+        stored = await history(engine, "cl")
+        # Before the new question: the refund's call and result, as the model will read them.
+        before = stored[: next(i for i, m in enumerate(stored) if m.text == question)]
+        assert any(refund.reference in m.text for m in before if isinstance(m, ToolMessage))
         assert_mistral_valid(stored)

@@ -165,6 +165,12 @@ class GatedModel(OfflineDemoModel):
     def open(self) -> None:
         self._gate.set()
 
+    def hold_from_now(self) -> None:
+        """Close the gate again for every call from here on."""
+        self.free_calls = self._calls
+        self._gate.clear()
+        self._held.clear()
+
     def resume(self) -> None:
         self._mid.set()
 

@@ -18,6 +18,7 @@ from agents.events import (
     COMPLAINT_OPTIONS,
     REFUND_OPTIONS,
     Escalated,
+    RefundPaid,
     ReplyDone,
     StepChanged,
 )
@@ -129,7 +130,10 @@ def make_await_approval(spec: SpecialistSpec) -> Any:
         answer = await run_tool(spec.name, process_refund, call, args, state, runtime)
         outcome = answer.artifact if isinstance(answer.artifact, dict) else {}
         if outcome.get("created"):
-            report(runtime, kind="refund_processed", agent=spec.name, detail=outcome)
+            paid_now = RefundPaid(
+                spec.name, outcome["order_id"], outcome["reference"], outcome["amount"]
+            )
+            report(runtime, paid_now, kind="refund_processed", agent=spec.name, detail=outcome)
         # Events about money are on disk before the turn moves on.
         audit.flush()
         return {"messages": [answer], "approval": None}
