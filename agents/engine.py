@@ -46,6 +46,7 @@ from agents.history import repair_tail
 from agents.model_factory import make_model
 from agents.provider import ProviderUnavailable
 from agents.redaction import redact, register_secret
+from agents.refund_reconcile import reconcile_refunds
 from agents.replies import LIMIT_REACHED, TURN_CUT_NOTE, TURN_FAILED_NOTE
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.shop_data import ShopData
@@ -98,6 +99,7 @@ class ShopBotEngine:
         try:
             self.shop = ShopData(self.settings.shop_path)
             self._audit_log = AuditLog(self.settings.audit_path, secrets=self.settings.secrets())
+            reconcile_refunds(self.shop, self._audit_log)
             self._recorder = AuditWriter(self._audit_log)
             self.threads = ThreadRegistry(self.settings.threads_path)
             saver = await self._open_checkpoints()

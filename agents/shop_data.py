@@ -205,6 +205,38 @@ class ShopData(SqliteStore):
             found = row.fetchone()
         return _refund(found) if found else None
 
+    def refunds(self) -> list[RefundRecord]:
+        """Every refund in the ledger, oldest first."""
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM refunds ORDER BY created_at").fetchall()
+        return [_refund(row) for row in rows]
+
+    def restore_refund(self, record: RefundRecord) -> bool:
+        """Put back a refund the ledger lost (its file was replaced) but another record holds.
+        False when the order is unknown here or already has its refund."""
+        with self._lock, immediate_transaction(self._conn) as conn:
+            if (
+                conn.execute(
+                    "SELECT 1 FROM orders WHERE order_id = ?", (record.order_id,)
+                ).fetchone()
+                is None
+            ):
+                return False
+            return (
+                conn.execute(
+                    "INSERT INTO refunds VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (
+                        record.reference,
+                        record.order_id,
+                        to_cents(record.amount),
+                        record.reason,
+                        record.thread_id,
+                        record.created_at,
+                    ),
+                ).rowcount
+                == 1
+            )
+
     def record_refund(
         self, order_id: str, *, amount: Decimal, reason: str, thread_id: str | None
     ) -> RefundOutcome:
