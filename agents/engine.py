@@ -8,7 +8,7 @@ import asyncio
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
 from typing import Any
@@ -16,7 +16,7 @@ from typing import Any
 import aiosqlite
 import httpx
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
@@ -264,9 +264,23 @@ class ShopBotEngine:
         pending = pending_in(thread_id, state)
         if pending is None and info is not None:
             # The last turn was cut off (closed, or the process died): its completed steps
-            # were saved, and a hand-off among them ends the history on a tool answer.
-            await self._mend_tail(thread_id, state, TURN_CUT_NOTE)
+            # were saved, and a hand-off among them ends the history on a tool answer; or,
+            # killed before its run saved anything, the model never got its message.
+            lost = self._lost_message(thread_id, state)
+            then = [HumanMessage(content=lost), AIMessage(content=TURN_CUT_NOTE)] if lost else []
+            await self._mend_tail(thread_id, state, TURN_CUT_NOTE, then=then)
+            if lost:
+                self.threads.append_line(thread_id, "note", TURN_CUT_NOTE)
         return active_in(state), pending
+
+    def _lost_message(self, thread_id: str, state: Any) -> str | None:
+        """The customer's last message, when the stored conversation does not have it (a run
+        saves when it stops; a process killed mid-run saved nothing)."""
+        said = [line for line in self.threads.lines(thread_id, limit=20) if line.role == "customer"]
+        if not said:
+            return None
+        stored = [m for m in state.values.get("messages", []) if isinstance(m, HumanMessage)]
+        return None if stored and stored[-1].text == said[-1].text else said[-1].text
 
     async def _snapshot(self, thread_id: str) -> Any:
         # With the specialists' own states: an interrupt their state has moved past is stale.
@@ -444,7 +458,13 @@ class ShopBotEngine:
         )
 
     async def _mend_tail(
-        self, thread_id: str, state: Any, note: str, *, say_it: bool = False
+        self,
+        thread_id: str,
+        state: Any,
+        note: str,
+        *,
+        say_it: bool = False,
+        then: Sequence[BaseMessage] = (),
     ) -> None:
         """Close a turn that did not end normally: the thread no longer points at the node it
         stopped in, and its history ends so Mistral accepts the next message (unanswered
@@ -454,6 +474,7 @@ class ShopBotEngine:
         repair = [*carried, *repair_tail([*state.values.get("messages", []), *carried], note)]
         if say_it and not any(isinstance(m, AIMessage) and m.text == note for m in repair):
             repair.append(AIMessage(content=note))
+        repair.extend(then)
         if repair or state.next:
             await self.graph.aupdate_state(
                 self._config(thread_id), {"messages": repair}, as_node="end_turn"

@@ -501,3 +501,26 @@ async def test_closing_after_a_refund_is_paid_keeps_it_in_the_conversation(
         before = stored[: next(i for i, m in enumerate(stored) if m.text == question)]
         assert any(refund.reference in m.text for m in before if isinstance(m, ToolMessage))
         assert_mistral_valid(stored)
+
+
+async def test_a_message_whose_process_died_mid_turn_still_reaches_the_model(
+    tmp_path: Path,
+) -> None:
+    model = FlakyDemoModel()
+    async with open_engine(tmp_path, model=model) as engine:
+        await say(engine, "k", "hi there", "Sam")
+        # As a process killed mid-turn leaves it: the message in the transcript, the thread
+        # answering, and nothing saved in the conversation (a run saves when it stops).
+        lost = "Where is my order ORD-002?"
+        engine.threads.update("k", title=lost, count_turn=True, status="answering")
+        engine.threads.append_line("k", "customer", lost)
+    async with open_engine(tmp_path, model=model) as engine:
+        model.sent.clear()
+        turn = await say(engine, "k", "any news on it?", "Sam")
+        assert turn.result.status == "done"
+        texts = [m.text for m in model.sent[0]]
+        assert texts[-3:] == [lost, TURN_CUT_NOTE, "any news on it?"]
+        assert "In Transit" in turn.result.reply  # ORD-002, read from the lost message
+        lines = [(line.role, line.text) for line in engine.transcript("k")]
+        assert lines[-4:-2] == [("customer", lost), ("note", TURN_CUT_NOTE)]
+        assert_mistral_valid(await history(engine, "k"))
