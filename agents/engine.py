@@ -10,6 +10,7 @@ import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
@@ -175,7 +176,7 @@ class ShopBotEngine:
 
     async def pending_approval(self, thread_id: str) -> ApprovalRequest | None:
         """The decision this thread waits for, if any (it survives restarts)."""
-        return pending_in(thread_id, await self._snapshot(thread_id))
+        return self._pending(thread_id, await self._snapshot(thread_id))
 
     async def active_agent(self, thread_id: str) -> str:
         return active_in(await self._snapshot(thread_id))
@@ -220,7 +221,7 @@ class ShopBotEngine:
             raise InputError(f"Unknown thread {thread_id!r}: `shopbot threads` lists them.")
         async with self._turn(thread_id):
             before = await self._snapshot(thread_id)
-            pending = pending_in(thread_id, before)
+            pending = self._pending(thread_id, before)
             if pending is None:
                 raise InputError(f"Thread {thread_id} has no decision pending; nothing to resume.")
             choice = decision.strip().lower()
@@ -261,7 +262,7 @@ class ShopBotEngine:
         if info is not None and info.status == "idle" and info.turns > 0:
             return info.active_agent, None
         state = await self._snapshot(thread_id)
-        pending = pending_in(thread_id, state)
+        pending = self._pending(thread_id, state)
         if pending is None and info is not None:
             # The last turn was cut off (closed, or the process died): its completed steps
             # were saved, and a hand-off among them ends the history on a tool answer; or,
@@ -281,6 +282,18 @@ class ShopBotEngine:
             return None
         stored = [m for m in state.values.get("messages", []) if isinstance(m, HumanMessage)]
         return None if stored and stored[-1].text == said[-1].text else said[-1].text
+
+    def _pending(self, thread_id: str, state: Any) -> ApprovalRequest | None:
+        """The decision the thread waits for. A refund the ledger already holds (paid by a
+        run that stopped before it was saved) says so: nobody should decide on it as if no
+        money had moved."""
+        pending = pending_in(thread_id, state)
+        if pending is None or pending.kind != "refund_approval":
+            return pending
+        paid = self.shop.refund_for(str(pending.payload.get("order_id")))
+        if paid is None:
+            return pending
+        return replace(pending, payload={**pending.payload, "already_refunded": paid.reference})
 
     async def _snapshot(self, thread_id: str) -> Any:
         # With the specialists' own states: an interrupt their state has moved past is stale.
@@ -378,10 +391,7 @@ class ShopBotEngine:
                 yield event
         except Exception as exc:
             log.exception("turn failed on thread %s", thread_id)
-            failure = TurnFailed(
-                kind="internal",
-                message=f"Something went wrong inside ShopBot ({type(exc).__name__}).",
-            )
+            failure = TurnFailed(kind="internal", message=turn_failure_text(exc))
         if failure is not None:
             self._note(thread_id, failure)
             yield failure
@@ -429,7 +439,7 @@ class ShopBotEngine:
         pending: ApprovalRequest | None = None
         if paused or closing or failure is not None:
             state = await self._snapshot(thread_id)
-            pending = pending_in(thread_id, state)
+            pending = self._pending(thread_id, state)
             agent = active_in(state)
         if (failure is not None or closing) and pending is None:
             # The thread must not point at the failed node, nor keep a history Mistral rejects.
@@ -488,6 +498,16 @@ class ShopBotEngine:
                 self.threads.append_line(thread_id, "assistant", event.text, agent=event.agent)
         elif (line := note_for(event)) is not None:
             self.threads.append_line(thread_id, "note", line)
+
+
+def turn_failure_text(exc: Exception) -> str:
+    if isinstance(exc, sqlite3.DatabaseError):
+        why = "is locked by another program" if is_busy(exc) else f"could not be used ({exc})"
+        return (
+            f"A ShopBot database {why}; your message is saved. Close other ShopBot windows "
+            "or commands and try again (shopbot.log has the details)."
+        )
+    return f"Something went wrong inside ShopBot ({type(exc).__name__})."
 
 
 async def _outcome(events: AsyncIterator[EngineEvent]) -> TurnResult:

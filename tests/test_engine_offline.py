@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -524,3 +525,18 @@ async def test_a_message_whose_process_died_mid_turn_still_reaches_the_model(
         lines = [(line.role, line.text) for line in engine.transcript("k")]
         assert lines[-4:-2] == [("customer", lost), ("note", TURN_CUT_NOTE)]
         assert_mistral_valid(await history(engine, "k"))
+
+
+async def test_a_pending_refund_that_was_paid_says_so(tmp_path: Path) -> None:
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "pp", "I want a refund for ORD-005, the speaker crackles", "Sam")
+        # As a run killed after paying, before saving, leaves it: paid, and still asked.
+        paid = engine.shop.record_refund(
+            "ORD-005", amount=Decimal("59.50"), reason="the speaker crackles", thread_id="pp"
+        )
+        pending = await engine.pending_approval("pp")
+        assert pending is not None
+        assert pending.payload["already_refunded"] == paid.record.reference
+        done = await decide(engine, "pp", "reject")
+        assert paid.record.reference in done.result.reply
+        assert engine.shop.refunds() == [paid.record]  # a later "reject" undoes nothing

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import email.utils
+import sqlite3
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agents.context import RetryBudget
+from agents.engine import turn_failure_text
 from agents.history import (
     MALFORMED,
     dialogue_view,
@@ -187,3 +190,21 @@ def test_handoffs_are_left_out_of_what_the_next_model_reads() -> None:
         "ToolMessage",
     ]
     assert view[1].tool_calls[1]["name"] == "transfer_to_order_agent"
+
+
+def test_a_turn_failing_on_a_database_says_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "x.sqlite"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    other = sqlite3.connect(path, timeout=0)
+    try:
+        with pytest.raises(sqlite3.OperationalError) as locked:
+            other.execute("INSERT INTO t VALUES (1)")
+        text = turn_failure_text(locked.value)
+        assert "is locked by another program" in text and "your message is saved" in text
+        assert "(ValueError)" in turn_failure_text(ValueError("boom"))
+        assert "boom" not in turn_failure_text(ValueError("boom"))  # internals stay in the log
+    finally:
+        other.close()
+        holder.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import datetime
 
 import pytest
@@ -156,6 +157,11 @@ def test_approval_wording() -> None:
     assert describe(refund) == "Refund of ORD-001 ($89.99) for Alex needs your decision."
     assert money("1234.5") == "$1,234.50"
     assert money("n/a") == "n/a"
+    paid = replace(refund, payload={**refund.payload, "already_refunded": "REF-ORD-001-ABC123"})
+    assert headline(paid) == (
+        "Refund of ORD-001 for $89.99: already paid (REF-ORD-001-ABC123); "
+        "any decision only closes this request"
+    )
 
 
 def test_export_quotes_customer_text_literally() -> None:

@@ -70,7 +70,11 @@ def headline(request: ApprovalRequest) -> str:
     """What is asked, in one line: 'Refund of ORD-001 for $89.99'."""
     payload = request.payload
     if request.kind == "refund_approval":
-        return f"Refund of {payload.get('order_id', '?')} for {money(payload.get('amount', '?'))}"
+        asked = f"Refund of {payload.get('order_id', '?')} for {money(payload.get('amount', '?'))}"
+        if paid := payload.get("already_refunded"):
+            # Paid by a run that stopped before it was saved: any answer only closes this.
+            return f"{asked}: already paid ({paid}); any decision only closes this request"
+        return asked
     return str(payload.get("message") or "A complaint needs a human review")
 
 
