@@ -19,6 +19,9 @@ class RetryBudget:
     max_delay: float = 8.0
     # A Retry-After longer than this is not waited for: the turn fails cleanly instead.
     max_retry_after: float = 30.0
+    # One answer, streamed or not, from request to last token. The client's timeout is per
+    # read: a provider that trickles a token every 25 s would otherwise never time out.
+    reply_deadline: float = 120.0
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ from agents.specialists.spec import RECURSION_LIMIT
 from agents.sqlite_store import BUSY_TIMEOUT_MS, StorageError, is_busy, open_database
 from agents.text_safety import MessageRejected, clean_message, person_name
 from agents.thread_registry import (
+    LEASE_SECONDS,
     ChatLine,
     ThreadInfo,
     ThreadRegistry,
@@ -63,6 +64,8 @@ from agents.thread_registry import (
 from agents.thread_state import active_in, pending_in, unfinished_work
 
 log = logging.getLogger("shopbot.engine")
+# A running turn renews its lease this often, well before it would expire.
+LEASE_RENEW_EVERY = LEASE_SECONDS / 4
 
 
 class ShopBotEngine:
@@ -312,15 +315,27 @@ class ShopBotEngine:
                     f"Thread {thread_id} is answering a message in another ShopBot window; "
                     "wait for it to finish."
                 )
+            keeping = asyncio.create_task(self._keep_lease(thread_id))
             try:
                 yield
             finally:
+                keeping.cancel()
                 try:
                     self.threads.release_turn(thread_id, self._owner)
                 except Exception:
                     # Closing mid-turn may have closed the registry first: the lease then
                     # expires by itself, and whatever ended the turn must not be replaced.
                     log.exception("releasing the turn of %s failed", thread_id)
+
+    async def _keep_lease(self, thread_id: str) -> None:
+        """Renew the turn's lease while it runs: a slow turn (retries, a long approval
+        reply) must not look dead to another window, which would take the thread over."""
+        while True:
+            await asyncio.sleep(LEASE_RENEW_EVERY)
+            try:
+                self.threads.renew_turn(thread_id, self._owner)
+            except Exception:
+                log.exception("renewing the turn lease of %s failed", thread_id)
 
     @staticmethod
     def _valid_thread_id(thread_id: str) -> str:

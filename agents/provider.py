@@ -63,8 +63,11 @@ def retry_delay(exc: BaseException, attempt: int, budget: RetryBudget) -> float 
     return backoff * random.uniform(0.8, 1.2)
 
 
-def describe_failure(exc: BaseException) -> str:
+def describe_failure(exc: BaseException, *, deadline: float | None = None) -> str:
     """One line for the customer-facing error: what failed, never a stack trace or a key."""
+    if isinstance(exc, TimeoutError):
+        within = f" within {deadline:g} s" if deadline is not None else ""
+        return f"The model provider did not finish its answer{within}; try again later."
     if isinstance(exc, httpx.HTTPStatusError):
         status = exc.response.status_code
         if status in (401, 403):
@@ -82,7 +85,8 @@ def describe_failure(exc: BaseException) -> str:
 
 
 def _is_provider_failure(exc: BaseException) -> bool:
-    return isinstance(exc, httpx.HTTPError)
+    # TimeoutError: our own deadline on a whole answer (`RetryBudget.reply_deadline`).
+    return isinstance(exc, httpx.HTTPError | TimeoutError)
 
 
 async def _stream_reply(
@@ -125,17 +129,23 @@ async def call_model(
     budget = runtime.context.retry
     for attempt in range(1, budget.attempts + 1):
         try:
-            if on_text is None:
-                return await model.ainvoke(list(messages), config)
-            return await _stream_reply(model, list(messages), config, on_text)
+            async with asyncio.timeout(budget.reply_deadline):
+                if on_text is None:
+                    return await model.ainvoke(list(messages), config)
+                return await _stream_reply(model, list(messages), config, on_text)
         except GraphBubbleUp:
             raise
         except Exception as exc:
             if not _is_provider_failure(exc):
                 raise
-            delay = retry_delay(exc, attempt, budget) if attempt < budget.attempts else None
+            # Not retried after the deadline: a provider that slow is not better a moment later.
+            delay = (
+                retry_delay(exc, attempt, budget)
+                if attempt < budget.attempts and not isinstance(exc, TimeoutError)
+                else None
+            )
             if delay is None:
-                message = describe_failure(exc)
+                message = describe_failure(exc, deadline=budget.reply_deadline)
                 report(
                     runtime,
                     kind="provider_error",

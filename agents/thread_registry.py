@@ -271,6 +271,15 @@ class ThreadRegistry(SqliteStore):
             )
         return True
 
+    def renew_turn(self, thread_id: str, owner: str) -> bool:
+        """Push `owner`'s lease another `LEASE_SECONDS` on; False when it is not theirs."""
+        with self._lock, immediate_transaction(self._conn) as conn:
+            renewed = conn.execute(
+                "UPDATE turn_leases SET expires_at = ? WHERE thread_id = ? AND owner = ?",
+                (time.time() + LEASE_SECONDS, thread_id, owner),
+            )
+            return renewed.rowcount == 1
+
     def release_turn(self, thread_id: str, owner: str) -> None:
         with self._lock, immediate_transaction(self._conn) as conn:
             conn.execute(

@@ -14,6 +14,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from pydantic import PrivateAttr
 
+from agents import engine as engine_module
+from agents.context import RetryBudget
 from agents.events import (
     ApprovalRequested,
     Escalated,
@@ -540,3 +542,44 @@ async def test_a_pending_refund_that_was_paid_says_so(tmp_path: Path) -> None:
         done = await decide(engine, "pp", "reject")
         assert paid.record.reference in done.result.reply
         assert engine.shop.refunds() == [paid.record]  # a later "reject" undoes nothing
+
+
+async def test_a_provider_that_trickles_its_answer_fails_the_turn_at_the_deadline(
+    tmp_path: Path,
+) -> None:
+    # A word every minute: each read is "on time", the answer never is.
+    model = OfflineDemoModel(token_delay=60.0)
+    budget = RetryBudget(attempts=4, base_delay=0.01, reply_deadline=0.2)
+    async with open_engine(tmp_path, model=model, retry=budget) as engine:
+        turn = await say(engine, "slow", "Where is my order ORD-001?", "Alex")
+        assert turn.result.status == "error"
+        assert turn.result.error == (
+            "The model provider did not finish its answer within 0.2 s; try again later."
+        )
+        errors = [e for e in audit_of(engine, "slow") if e.kind == "provider_error"]
+        assert [e.detail["attempts"] for e in errors] == [1]  # not retried
+        assert engine.transcript("slow")[0].text == "Where is my order ORD-001?"
+        assert_mistral_valid(await history(engine, "slow"))
+
+
+async def test_a_long_turn_keeps_renewing_its_lease(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine_module, "LEASE_RENEW_EVERY", 0.01)
+    model = GatedModel()  # the turn waits on its first model call for as long as we like
+    async with open_engine(tmp_path, model=model) as engine:
+
+        def expires() -> float:
+            row = engine.threads._conn.execute(
+                "SELECT expires_at FROM turn_leases WHERE thread_id = 'long'"
+            ).fetchone()
+            return float(row[0]) if row else 0.0
+
+        turn = asyncio.create_task(say(engine, "long", "Where is my order ORD-001?", "Alex"))
+        await asyncio.wait_for(model.held.wait(), timeout=10)
+        first = expires()
+        await wait_for(lambda: expires() > first)
+        model.open()
+        assert (await turn).result.status == "done"
+        assert expires() == 0.0  # released at the end
+        assert not engine.threads.renew_turn("long", "someone else")
