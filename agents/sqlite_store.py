@@ -15,7 +15,7 @@ from typing import Self
 
 
 class StorageError(Exception):
-    """A local database cannot be used; the message says which file and what to do."""
+    """A local data file or folder cannot be used; the message says which one and what to do."""
 
 
 # Writers from a second process (another `shopbot chat`) wait this long for the lock.
@@ -47,11 +47,8 @@ def open_database(path: Path, *, what: str, check_same_thread: bool = True) -> s
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
         conn.close()
-        if is_busy(exc):
-            raise StorageError(
-                f"The {what} at {path} is locked by another program ({exc}). "
-                "Close other ShopBot windows or commands and try again."
-            ) from exc
+        if is_busy(exc) or is_read_only(exc):
+            raise StorageError(_cannot_write(f"the {what} at {path}", exc)) from exc
         raise StorageError(
             f"The {what} at {path} is damaged ({exc}). Nothing was changed. "
             f"Move the file aside (for example: mv '{path}' '{path}.damaged') and start again."
@@ -64,6 +61,32 @@ def is_busy(exc: sqlite3.Error) -> bool:
     """True for "database is locked/busy": a wait-and-retry matter, not damage."""
     code = getattr(exc, "sqlite_errorcode", None)
     return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def is_read_only(exc: sqlite3.Error) -> bool:
+    """True for "attempt to write a readonly database": the file or its folder is read-only."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF == sqlite3.SQLITE_READONLY
+
+
+def _cannot_write(where: str, exc: sqlite3.Error) -> str:
+    # One message per cause, each saying what to do; "damaged" would send people astray.
+    if is_busy(exc):
+        return (
+            f"Cannot use {where}: it is locked by another program ({exc}). "
+            "Close other ShopBot windows or commands and try again."
+        )
+    return (
+        f"Cannot write to {where} ({exc}). Nothing was changed. Make the file and its folder "
+        "writable, or set SHOPBOT_HOME to a folder you can write to."
+    )
+
+
+def _database_file(conn: sqlite3.Connection) -> str:
+    for _seq, name, file in conn.execute("PRAGMA database_list").fetchall():
+        if name == "main":
+            return str(file) or "an in-memory database"
+    return "the database"
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:
@@ -89,16 +112,23 @@ def immediate_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connecti
 
     IMMEDIATE takes the write lock up front, so two writers queue on the busy timeout
     instead of failing with SQLITE_BUSY when a read lock would have to be upgraded.
+    A read-only file (SQLite opens one without complaint and refuses the first write) or a
+    lock held past the busy timeout becomes a StorageError naming the file.
     """
-    conn.execute("BEGIN IMMEDIATE")
     try:
-        yield conn
-    except BaseException:
-        # SQLite may already have rolled back (disk full, I/O error): don't mask that error.
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            # SQLite may already have rolled back (disk full, I/O error): don't mask that error.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    except sqlite3.OperationalError as exc:
+        if not (is_read_only(exc) or is_busy(exc)):
+            raise
+        raise StorageError(_cannot_write(_database_file(conn), exc)) from exc
 
 
 def apply_schema(
@@ -112,6 +142,9 @@ def apply_schema(
         with immediate_transaction(conn):
             for statement in statements:
                 conn.execute(statement)
+    except StorageError:
+        conn.close()
+        raise
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StorageError(f"Cannot prepare the {what} at {path}: {exc}") from exc

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from agents.audit_log import AuditLog
 from tests.fakes.fake_mistral import FAKE_API_KEY, FakeMistralServer, structured, text, tool_call
 
 pytestmark = pytest.mark.cli
@@ -107,6 +109,10 @@ def test_plain_text_output_says_how_to_decide(tmp_path: Path) -> None:
         (("chat", "bad/thread", "hi"), "thread id"),
         (("chat", "t"), "required"),
         (("audit", "--kind", "nope"), "unknown kind"),
+        (("audit", "--limit", "20000"), "--limit: must be between 1 and 10,000, got 20000"),
+        (("audit", "--limit", "0"), "--limit: must be between 1 and 10,000"),
+        (("audit", "--limit", "many"), "--limit: not a whole number"),
+        (("audit", "--thread", "bad id!"), "--thread: Invalid thread id 'bad id!'"),
         (("frobnicate",), "invalid choice"),
     ],
 )
@@ -197,6 +203,59 @@ def test_damaged_database_is_reported_and_left_alone(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert str(damaged) in one_line_error(done)
     assert damaged.read_bytes() == b"this is not a database" * 100
+
+
+@pytest.mark.parametrize(
+    ("command", "damaged_file"),
+    [
+        (("threads",), "threads.sqlite"),
+        (("threads", "--json"), "threads.sqlite"),
+        (("audit",), "audit.sqlite"),
+        (("audit", "--thread", "t1", "--json"), "audit.sqlite"),
+    ],
+)
+def test_listing_commands_report_a_damaged_database_like_chat_does(
+    tmp_path: Path, command: tuple[str, ...], damaged_file: str
+) -> None:
+    damaged = tmp_path / damaged_file
+    damaged.write_bytes(b"this is not a database" * 100)
+    done = run(tmp_path, *command)
+    assert done.returncode == 2
+    line = one_line_error(done)
+    assert str(damaged) in line and "damaged" in line and "unexpected" not in line
+    assert damaged.read_bytes() == b"this is not a database" * 100
+
+
+@pytest.mark.parametrize("inside", ["", "sub"])
+def test_home_that_is_a_file_is_named_and_exits_2(tmp_path: Path, inside: str) -> None:
+    a_file = tmp_path / "not-a-folder"
+    a_file.write_text("x")
+    home = a_file / inside if inside else a_file
+    done = run(home, "threads")
+    assert done.returncode == 2
+    line = one_line_error(done)
+    assert line.startswith(f"shopbot: Cannot use the ShopBot folder {home}: ")
+    assert "set SHOPBOT_HOME" in line
+    assert a_file.read_text() == "x"
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path) -> None:
+    with AuditLog(tmp_path / "audit.sqlite") as audit:
+        audit.append_many({"kind": "turn_started", "thread_id": "t1"} for _ in range(5_000))
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("MISTRAL_", "SHOPBOT_"))}
+    # `shopbot audit --limit 10000 | head -1`: far more output than a pipe holds.
+    with subprocess.Popen(
+        [str(SHOPBOT), "audit", "--limit", "10000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**environ, "SHOPBOT_HOME": str(tmp_path)},
+    ) as reader:
+        assert reader.stdout is not None and reader.stderr is not None
+        assert b"turn_started" in reader.stdout.readline()
+        reader.stdout.close()
+        stderr = reader.stderr.read()
+        assert reader.wait(timeout=60) == 128 + signal.SIGPIPE
+    assert stderr == b""
 
 
 def test_api_key_never_reaches_output_logs_or_audit(
