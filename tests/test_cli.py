@@ -269,3 +269,32 @@ def test_api_key_never_reaches_output_logs_or_audit(
         if path.is_file():
             assert FAKE_API_KEY.encode() not in path.read_bytes(), path
     assert FAKE_API_KEY not in done.stdout + done.stderr
+
+
+def test_proxy_credentials_in_the_base_url_never_reach_output_logs_or_audit(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    # httpx sends the URL's userinfo as Basic auth instead of the key: the fake refuses it
+    # (401), and the error text quotes the whole URL, userinfo included.
+    password = "hunter2secret"
+    with_userinfo = fake_mistral.base_url.replace("http://", f"http://proxyuser:{password}@")
+    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": with_userinfo}
+    done = run(tmp_path, "chat", "u1", "hello", "--json", env=env)
+    assert done.returncode == 1
+    fake_mistral.acknowledge_problems()
+    errors = run(tmp_path, "audit", "--kind", "provider_error", "--json").stdout.splitlines()
+    assert "[REDACTED]@127.0.0.1" in json.loads(errors[0])["detail"]["error"]
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert password.encode() not in path.read_bytes(), path
+    assert password not in done.stdout + done.stderr
+
+
+def test_an_api_key_with_a_line_break_is_refused_before_anything_happens(tmp_path: Path) -> None:
+    env = {"MISTRAL_API_KEY": "Part1secret\nPart2secret\n"}
+    done = run(tmp_path, "chat", "k1", "hello", "--json", env=env)
+    assert done.returncode == 2
+    line = one_line_error(done)
+    assert "MISTRAL_API_KEY" in line
+    assert "Part1" not in done.stdout + done.stderr and "Part2" not in done.stdout + done.stderr
+    assert run(tmp_path, "threads").stdout == ""
