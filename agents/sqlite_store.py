@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 import time
@@ -12,6 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Self
+
+from agents.text_safety import without_surrogates
 
 
 class StorageError(Exception):
@@ -156,16 +157,8 @@ def utc_timestamp(moment: datetime | None = None) -> str:
     return moment.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def storable_text(text: str) -> str:
-    """`text` with lone surrogates (unencodable in UTF-8, so SQLite refuses them) as U+FFFD."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
-    return text
+# Lone surrogates are unencodable in UTF-8, so SQLite refuses them: stored as U+FFFD.
+storable_text = without_surrogates
 
 
 class SqliteStore:

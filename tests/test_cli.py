@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agents.audit_log import AuditLog
+from agents.thread_registry import ThreadRegistry
 from tests.fakes.fake_mistral import FAKE_API_KEY, FakeMistralServer, structured, text, tool_call
 
 pytestmark = pytest.mark.cli
@@ -298,3 +299,45 @@ def test_an_api_key_with_a_line_break_is_refused_before_anything_happens(tmp_pat
     assert "MISTRAL_API_KEY" in line
     assert "Part1" not in done.stdout + done.stderr and "Part2" not in done.stdout + done.stderr
     assert run(tmp_path, "threads").stdout == ""
+
+
+def test_undecodable_bytes_in_a_message_are_replaced_and_the_turn_is_answered(
+    tmp_path: Path,
+) -> None:
+    # "\udcff" is how Python hands over the byte \xff of a non-UTF-8 argv (surrogateescape).
+    done = run(tmp_path, "chat", "k2", "Where is ORD-002 \udcff", "--offline", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "In Transit" in json.loads(done.stdout)["reply"]
+    [thread] = [json.loads(line) for line in run(tmp_path, "threads", "--json").stdout.splitlines()]
+    assert (thread["thread_id"], thread["title"], thread["turns"]) == (
+        "k2",
+        "Where is ORD-002 \ufffd",
+        1,
+    )
+
+
+@pytest.mark.parametrize(
+    ("customer", "reason"),
+    [
+        ("Sam \udcff", "not valid text"),
+        ("Sam\u202eevil", "invisible formatting"),
+        ("S\u200bam", "invisible formatting"),
+    ],
+)
+def test_a_customer_name_with_hidden_characters_is_refused_and_nothing_is_stored(
+    tmp_path: Path, customer: str, reason: str
+) -> None:
+    done = run(tmp_path, "chat", "k3", "Where is ORD-002?", "--customer", customer, "--offline")
+    assert done.returncode == 2
+    assert reason in one_line_error(done)
+    assert run(tmp_path, "threads").stdout == ""
+
+
+def test_threads_shows_a_stored_right_to_left_override_visibly(tmp_path: Path) -> None:
+    # A name stored before names were vetted: listing it must not reorder the terminal.
+    with ThreadRegistry(tmp_path / "threads.sqlite") as threads:
+        threads.ensure("old", customer="Sam\u202eevil\u2066")
+    listed = run(tmp_path, "threads")
+    assert listed.returncode == 0
+    assert "\u202e" not in listed.stdout and "\u2066" not in listed.stdout
+    assert "Sam\\u202eevil\\u2066" in listed.stdout

@@ -221,3 +221,12 @@ def test_read_only_file_is_named_when_a_write_is_refused(
         with pytest.raises(StorageError, match="readonly database"):
             read_only.ensure("t2", customer=None)
         assert [info.thread_id for info in read_only.list()] == ["t1"]
+
+
+def test_unencodable_customer_and_title_are_stored_not_half_made(registry: ThreadRegistry) -> None:
+    # Callers vet names and messages first; the registry still never meets a lone surrogate
+    # with a failed INSERT (a thread created by ensure() and never titled).
+    info = registry.ensure("t1", customer="Sam\udcff")
+    assert info.customer == "Sam\ufffd"
+    info = registry.update("t1", title="Where is ORD-002 \udcff", count_turn=True)
+    assert (info.title, info.turns) == ("Where is ORD-002 \ufffd", 1)
