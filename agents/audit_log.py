@@ -281,7 +281,8 @@ class AuditLog(SqliteStore):
     def _plan(self, query: AuditQuery, before_id: int | None) -> tuple[str, list[Any], str]:
         """`FROM ... WHERE ...`, its parameters, and the id column to order by (lock held)."""
         clauses, params = _structured(query)
-        text = (query.text or "").strip()
+        # Undecodable bytes were stored as U+FFFD: searched for as such (SQLite refuses them).
+        text = storable_text(query.text or "").strip()
         # Free text: walk the FTS index in rowid order (a page stops after `limit` hits), unless
         # the other filters leave few rows: then test just those rows' text. Either way alone
         # has a 100 ms case: a common word within a rare kind, a rare word within a common one.

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agents.audit_log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery
+from agents.audit_log import MAX_PAGE as MAX_AUDIT_PAGE
 from agents.errors import InputError
 from agents.events import (
     AGENT_TITLES,
@@ -71,6 +72,7 @@ __all__ = [
     "AUDIT_KINDS",
     "COMPLAINT_OPTIONS",
     "DEFAULT_AGENT",
+    "MAX_AUDIT_PAGE",
     "OFFLINE_MODEL_LABEL",
     "REFUND_OPTIONS",
     "STEP_LABELS",

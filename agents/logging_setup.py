@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 
 from agents.redaction import redact
+from agents.sqlite_store import StorageError
 
 LOG_FILE = "shopbot.log"
 
@@ -18,10 +19,17 @@ class RedactingFormatter(logging.Formatter):
 
 
 def configure_logging(home: Path, *, level: int = logging.INFO) -> Path:
-    """Send ShopBot's and its libraries' warnings to `home/shopbot.log`; return the path."""
-    home.mkdir(parents=True, exist_ok=True)
+    """Send ShopBot's and its libraries' warnings to `home/shopbot.log`; return the path.
+
+    The first write into `home` of every run: a folder ShopBot cannot use is a StorageError
+    naming it, before anything else is opened.
+    """
     path = home / LOG_FILE
-    handler = logging.FileHandler(path, encoding="utf-8")
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError as exc:
+        raise StorageError(_unusable_home(home, exc)) from exc
     handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "shopbot", False)]:
@@ -32,3 +40,15 @@ def configure_logging(home: Path, *, level: int = logging.INFO) -> Path:
     root.setLevel(logging.WARNING)
     logging.getLogger("shopbot").setLevel(level)
     return path
+
+
+def _unusable_home(home: Path, exc: OSError) -> str:
+    if home.exists() and not home.is_dir():
+        problem = "it is a file, not a folder"
+    else:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(home) else ""
+        problem = f"{exc.strerror or exc}{where}"
+    return (
+        f"Cannot use the ShopBot folder {home}: {problem}. Make it a folder you can write to, "
+        "or set SHOPBOT_HOME to one."
+    )

@@ -1,11 +1,13 @@
 """Scrub API keys and credentials out of text before it is stored or shown.
 
-Two layers: the exact secrets we know (the configured key, registered at start-up) and
-patterns for credentials we don't (headers, `api_key=` assignments, key-shaped strings).
+Two layers: the exact secrets we know (the configured key, registered at start-up, also in
+the escaped forms error texts quote it in) and patterns for credentials we don't (headers,
+`api_key=` assignments, `user:password@` in URLs, key-shaped strings).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Iterable
@@ -33,6 +35,9 @@ _ASSIGNMENT = re.compile(
     r"""secret[_-]?key|client[_-]?secret|password)["']?\s*[:=]\s*["']?)"""
     r"""(?!\[REDACTED\])[^\s"',;}&]+"""
 )
+# `scheme://user:password@host` (a proxy in MISTRAL_BASE_URL): httpx quotes the URL whole in its
+# errors. Greedy up to the last `@` before the path, so an unescaped `@` in a password goes too.
+_URL_USERINFO = re.compile(r"""(?i)(\b[a-z][a-z0-9+.-]*://)[^\s/?#"'<>\\]+@""")
 # OpenAI-style keys: sk-..., sk-proj-...
 _SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{16,}")
 # Mistral keys are 32 random alphanumerics; ids and words never form such a run.
@@ -43,7 +48,20 @@ def register_secret(value: str | None) -> None:
     """Redact `value` everywhere in this process from now on (ignored when too short)."""
     if value and len(value.strip()) >= MIN_SECRET_LENGTH:
         with _registered_lock:
-            _registered.add(value.strip())
+            _registered.update(_written_forms(value.strip()))
+
+
+def _written_forms(secret: str) -> set[str]:
+    # Error texts quote values escaped: httpx's `Illegal header value b'Bearer ab\ncd'`, a
+    # repr() in a traceback, JSON in a response body. The plain text would match none of them.
+    if len(secret) < MIN_SECRET_LENGTH:
+        return set()
+    return {
+        secret,
+        repr(secret)[1:-1],
+        repr(secret.encode("utf-8", "backslashreplace"))[2:-1],
+        json.dumps(secret)[1:-1],
+    }
 
 
 def _looks_like_key(match: re.Match[str]) -> str:
@@ -58,7 +76,7 @@ def _looks_like_key(match: re.Match[str]) -> str:
 def _known(secrets: Iterable[str]) -> tuple[str, ...]:
     # Longest first, so a secret that contains another is removed whole.
     with _registered_lock:
-        known = _registered.union(s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH)
+        known = _registered.union(*(_written_forms(s) for s in secrets if s))
     return tuple(sorted(known, key=len, reverse=True))
 
 
@@ -68,6 +86,7 @@ def _redact(text: str, known: tuple[str, ...]) -> str:
     for secret in known:
         if secret in text:
             text = text.replace(secret, REDACTED)
+    text = _URL_USERINFO.sub(rf"\1{REDACTED}@", text)
     text = _AUTH_HEADER.sub(_keep_label, text)
     text = _BEARER.sub(_keep_label, text)
     text = _ASSIGNMENT.sub(_keep_label, text)

@@ -8,6 +8,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from agents.errors import ConfigurationError
 
 DEFAULT_MODEL = "mistral-small-latest"
 OFFLINE_MODEL_LABEL = "offline demo"
@@ -32,15 +35,18 @@ class Settings:
     # The key itself never appears in repr(): settings get logged and shown.
     api_key: str | None = field(default=None, repr=False)
     force_offline: bool = False
+    # Only read for its credentials (to redact them): ChatMistralAI reads the endpoint itself.
+    base_url: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, *, offline: bool = False, home: Path | None = None) -> Settings:
-        key = os.environ.get("MISTRAL_API_KEY", "").strip() or None
+        """Settings from the environment; ConfigurationError for a key that cannot be one."""
         return cls(
             home=home or default_home(),
             model_name=os.environ.get("SHOPBOT_MODEL", "").strip() or DEFAULT_MODEL,
-            api_key=key,
+            api_key=api_key_from(os.environ.get("MISTRAL_API_KEY", "")),
             force_offline=offline,
+            base_url=os.environ.get("MISTRAL_BASE_URL", "").strip() or None,
         )
 
     @property
@@ -71,4 +77,33 @@ class Settings:
 
     def secrets(self) -> tuple[str, ...]:
         """Values that must be redacted wherever text is stored or shown."""
-        return (self.api_key,) if self.api_key else ()
+        found = [self.api_key] if self.api_key else []
+        password = _url_password(self.base_url)
+        if password:
+            found += [password, unquote(password)]
+        return tuple(dict.fromkeys(found))
+
+
+def api_key_from(value: str) -> str | None:
+    """The key in `value` (surrounding whitespace dropped), None when blank.
+
+    A key holding spaces, line breaks, control or non-ASCII characters is a pasting mistake:
+    sent as a header it fails in an error text that quotes it escaped (where exact-match
+    redaction misses it) and was retried as "cannot be reached". Refused here, unechoed.
+    """
+    key = value.strip()
+    if not key:
+        return None
+    if not all("!" <= char <= "~" for char in key):
+        raise ConfigurationError(
+            "MISTRAL_API_KEY contains spaces, line breaks or other characters an API key "
+            "cannot hold; set it to the key alone (or unset it for the offline demo model)."
+        )
+    return key
+
+
+def _url_password(url: str | None) -> str | None:
+    try:
+        return urlsplit(url).password if url else None
+    except ValueError:  # a malformed URL: ChatMistralAI will say so itself
+        return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 import time
@@ -13,9 +12,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from agents.text_safety import without_surrogates
+
 
 class StorageError(Exception):
-    """A local database cannot be used; the message says which file and what to do."""
+    """A local data file or folder cannot be used; the message says which one and what to do."""
 
 
 # Writers from a second process (another `shopbot chat`) wait this long for the lock.
@@ -47,11 +48,8 @@ def open_database(path: Path, *, what: str, check_same_thread: bool = True) -> s
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
         conn.close()
-        if is_busy(exc):
-            raise StorageError(
-                f"The {what} at {path} is locked by another program ({exc}). "
-                "Close other ShopBot windows or commands and try again."
-            ) from exc
+        if is_busy(exc) or is_read_only(exc):
+            raise StorageError(_cannot_write(f"the {what} at {path}", exc)) from exc
         raise StorageError(
             f"The {what} at {path} is damaged ({exc}). Nothing was changed. "
             f"Move the file aside (for example: mv '{path}' '{path}.damaged') and start again."
@@ -64,6 +62,32 @@ def is_busy(exc: sqlite3.Error) -> bool:
     """True for "database is locked/busy": a wait-and-retry matter, not damage."""
     code = getattr(exc, "sqlite_errorcode", None)
     return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def is_read_only(exc: sqlite3.Error) -> bool:
+    """True for "attempt to write a readonly database": the file or its folder is read-only."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF == sqlite3.SQLITE_READONLY
+
+
+def _cannot_write(where: str, exc: sqlite3.Error) -> str:
+    # One message per cause, each saying what to do; "damaged" would send people astray.
+    if is_busy(exc):
+        return (
+            f"Cannot use {where}: it is locked by another program ({exc}). "
+            "Close other ShopBot windows or commands and try again."
+        )
+    return (
+        f"Cannot write to {where} ({exc}). Nothing was changed. Make the file and its folder "
+        "writable, or set SHOPBOT_HOME to a folder you can write to."
+    )
+
+
+def _database_file(conn: sqlite3.Connection) -> str:
+    for _seq, name, file in conn.execute("PRAGMA database_list").fetchall():
+        if name == "main":
+            return str(file) or "an in-memory database"
+    return "the database"
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:
@@ -89,16 +113,23 @@ def immediate_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connecti
 
     IMMEDIATE takes the write lock up front, so two writers queue on the busy timeout
     instead of failing with SQLITE_BUSY when a read lock would have to be upgraded.
+    A read-only file (SQLite opens one without complaint and refuses the first write) or a
+    lock held past the busy timeout becomes a StorageError naming the file.
     """
-    conn.execute("BEGIN IMMEDIATE")
     try:
-        yield conn
-    except BaseException:
-        # SQLite may already have rolled back (disk full, I/O error): don't mask that error.
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            # SQLite may already have rolled back (disk full, I/O error): don't mask that error.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    except sqlite3.OperationalError as exc:
+        if not (is_read_only(exc) or is_busy(exc)):
+            raise
+        raise StorageError(_cannot_write(_database_file(conn), exc)) from exc
 
 
 def apply_schema(
@@ -112,6 +143,9 @@ def apply_schema(
         with immediate_transaction(conn):
             for statement in statements:
                 conn.execute(statement)
+    except StorageError:
+        conn.close()
+        raise
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StorageError(f"Cannot prepare the {what} at {path}: {exc}") from exc
@@ -123,16 +157,8 @@ def utc_timestamp(moment: datetime | None = None) -> str:
     return moment.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def storable_text(text: str) -> str:
-    """`text` with lone surrogates (unencodable in UTF-8, so SQLite refuses them) as U+FFFD."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
-    return text
+# Lone surrogates are unencodable in UTF-8, so SQLite refuses them: stored as U+FFFD.
+storable_text = without_surrogates
 
 
 class SqliteStore:

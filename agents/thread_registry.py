@@ -117,8 +117,8 @@ class ChatLine:
 
 
 def make_title(text: str) -> str:
-    """One line of at most TITLE_LENGTH characters, cut with `…`."""
-    line = " ".join(text.split())
+    """One storable line of at most TITLE_LENGTH characters, cut with `…`."""
+    line = " ".join(storable_text(text).split())
     return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
 
 
@@ -142,7 +142,8 @@ class ThreadRegistry(SqliteStore):
     def ensure(self, thread_id: str, *, customer: str | None) -> ThreadInfo:
         """The thread, created if missing; a given customer name replaces the stored one."""
         validate_thread_id(thread_id)
-        customer = (customer or "").strip() or None
+        # Storable, or the INSERT would fail with the thread half made (callers vet the name).
+        customer = storable_text((customer or "").strip()) or None
         now = utc_timestamp()
         with self._lock, immediate_transaction(self._conn) as conn:
             conn.execute(

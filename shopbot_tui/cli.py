@@ -1,7 +1,10 @@
 """The `shopbot` command: the TUI by default, and headless sub-commands over the same facade.
 
-Exit codes: 0 done or awaiting approval; 2 bad usage or bad input; 1 the model provider failed.
-Errors are one clear line on stderr, never a traceback.
+Exit codes: 0 done or awaiting approval; 2 bad usage or bad input (a damaged, locked or
+read-only data file or folder included); 1 the model provider failed, or anything else went
+wrong inside ShopBot; 141 (128 + SIGPIPE, as for other Unix tools) when the reader of the
+output went away (`shopbot audit | head -1`). Errors are one clear line on stderr, never a
+traceback.
 """
 
 from __future__ import annotations
@@ -9,11 +12,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from agents.facade import Settings, visible
+from agents.facade import (
+    MAX_AUDIT_PAGE,
+    InputError,
+    Settings,
+    StorageError,
+    validate_thread_id,
+    visible,
+)
 
 if TYPE_CHECKING:
     from agents.facade import ShopBotEngine, TurnResult
@@ -21,6 +33,7 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_PROVIDER = 1
 EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 
 
 class UsageError(Exception):
@@ -31,6 +44,23 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # One line, not argparse's usage dump.
         self.exit(EXIT_USAGE, f"shopbot: {message} (see `shopbot --help`)\n")
+
+
+def _audit_limit(text: str) -> int:
+    try:
+        limit = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= limit <= MAX_AUDIT_PAGE:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_AUDIT_PAGE:,}, got {limit}")
+    return limit
+
+
+def _thread_id(text: str) -> str:
+    try:
+        return validate_thread_id(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,10 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
     threads.add_argument("--json", action="store_true", help="one JSON object per line")
 
     audit = commands.add_parser("audit", help="read the audit log, newest first")
-    audit.add_argument("--thread", dest="audit_thread", help="only this conversation")
+    audit.add_argument(
+        "--thread", dest="audit_thread", type=_thread_id, help="only this conversation"
+    )
     audit.add_argument("--kind", help="only this kind of event")
     audit.add_argument("--text", help="only events whose detail contains this text")
-    audit.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+    audit.add_argument(
+        "--limit", type=_audit_limit, default=100, help="at most this many (default 100)"
+    )
     audit.add_argument("--json", action="store_true", help="one JSON object per line")
     return parser
 
@@ -106,12 +140,7 @@ async def _with_engine(
 
 
 def _run(settings: Settings, action: Callable[[ShopBotEngine], Awaitable[int]]) -> int:
-    from agents.facade import InputError, StorageError
-
-    try:
-        return asyncio.run(_with_engine(settings, action))
-    except (InputError, StorageError) as exc:
-        raise UsageError(str(exc)) from exc
+    return asyncio.run(_with_engine(settings, action))
 
 
 def _threads(settings: Settings, as_json: bool) -> int:
@@ -137,8 +166,6 @@ def _audit(settings: Settings, args: argparse.Namespace) -> int:
 
     if args.kind and args.kind not in AUDIT_KINDS:
         raise UsageError(f"unknown kind {args.kind!r}; kinds: {', '.join(sorted(AUDIT_KINDS))}")
-    if args.limit < 1:
-        raise UsageError("--limit must be at least 1")
     query = AuditQuery(
         thread_id=args.audit_thread, kinds=(args.kind,) if args.kind else (), text=args.text
     )
@@ -186,15 +213,32 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        code = _main(build_parser().parse_args(argv))
+        # Buffered output to a closed pipe fails here, inside this handler, not at exit.
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The Python docs' recipe (signal docs, "Note on SIGPIPE"): point stdout at devnull
+        # so the interpreter's final flush stays quiet too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         return _dispatch(args)
-    except UsageError as exc:
-        print(f"shopbot: {exc}", file=sys.stderr)
+    except (UsageError, InputError, StorageError) as exc:
+        # InputError: a person's input; StorageError: a data file or folder (damaged,
+        # locked, read-only): both are for the person to fix, nothing was changed.
+        print(f"shopbot: {visible(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("shopbot: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise
     except Exception as exc:
         from agents.facade import redact
 

@@ -422,3 +422,13 @@ def test_a_hundred_thousand_events(log: AuditLog) -> None:
 
     common = AuditQuery(text="order_agent", kinds=("turn_started",))
     assert _ids(log.page(common, limit=3, before_id=41)) == [37, 33, 29]
+
+
+@pytest.mark.parametrize("needle", ["\udcff", "bad \udcff bytes"])
+def test_text_search_with_undecodable_bytes_finds_what_was_stored(
+    log: AuditLog, needle: str
+) -> None:
+    # `shopbot audit --text $'\xff'`: the stored detail holds U+FFFD where the bytes were.
+    stored = log.append("correction", thread_id="t1", detail={"error": "bad \udcff bytes"})
+    log.append("correction", thread_id="t1", detail={"error": "fine"})
+    assert _ids(log.page(AuditQuery(text=needle))) == [stored.id]

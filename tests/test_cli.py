@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from agents.audit_log import AuditLog
+from agents.thread_registry import ThreadRegistry
 from tests.fakes.fake_mistral import FAKE_API_KEY, FakeMistralServer, structured, text, tool_call
 
 pytestmark = pytest.mark.cli
@@ -107,6 +110,10 @@ def test_plain_text_output_says_how_to_decide(tmp_path: Path) -> None:
         (("chat", "bad/thread", "hi"), "thread id"),
         (("chat", "t"), "required"),
         (("audit", "--kind", "nope"), "unknown kind"),
+        (("audit", "--limit", "20000"), "--limit: must be between 1 and 10,000, got 20000"),
+        (("audit", "--limit", "0"), "--limit: must be between 1 and 10,000"),
+        (("audit", "--limit", "many"), "--limit: not a whole number"),
+        (("audit", "--thread", "bad id!"), "--thread: Invalid thread id 'bad id!'"),
         (("frobnicate",), "invalid choice"),
     ],
 )
@@ -199,6 +206,59 @@ def test_damaged_database_is_reported_and_left_alone(tmp_path: Path) -> None:
     assert damaged.read_bytes() == b"this is not a database" * 100
 
 
+@pytest.mark.parametrize(
+    ("command", "damaged_file"),
+    [
+        (("threads",), "threads.sqlite"),
+        (("threads", "--json"), "threads.sqlite"),
+        (("audit",), "audit.sqlite"),
+        (("audit", "--thread", "t1", "--json"), "audit.sqlite"),
+    ],
+)
+def test_listing_commands_report_a_damaged_database_like_chat_does(
+    tmp_path: Path, command: tuple[str, ...], damaged_file: str
+) -> None:
+    damaged = tmp_path / damaged_file
+    damaged.write_bytes(b"this is not a database" * 100)
+    done = run(tmp_path, *command)
+    assert done.returncode == 2
+    line = one_line_error(done)
+    assert str(damaged) in line and "damaged" in line and "unexpected" not in line
+    assert damaged.read_bytes() == b"this is not a database" * 100
+
+
+@pytest.mark.parametrize("inside", ["", "sub"])
+def test_home_that_is_a_file_is_named_and_exits_2(tmp_path: Path, inside: str) -> None:
+    a_file = tmp_path / "not-a-folder"
+    a_file.write_text("x")
+    home = a_file / inside if inside else a_file
+    done = run(home, "threads")
+    assert done.returncode == 2
+    line = one_line_error(done)
+    assert line.startswith(f"shopbot: Cannot use the ShopBot folder {home}: ")
+    assert "set SHOPBOT_HOME" in line
+    assert a_file.read_text() == "x"
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path) -> None:
+    with AuditLog(tmp_path / "audit.sqlite") as audit:
+        audit.append_many({"kind": "turn_started", "thread_id": "t1"} for _ in range(5_000))
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("MISTRAL_", "SHOPBOT_"))}
+    # `shopbot audit --limit 10000 | head -1`: far more output than a pipe holds.
+    with subprocess.Popen(
+        [str(SHOPBOT), "audit", "--limit", "10000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**environ, "SHOPBOT_HOME": str(tmp_path)},
+    ) as reader:
+        assert reader.stdout is not None and reader.stderr is not None
+        assert b"turn_started" in reader.stdout.readline()
+        reader.stdout.close()
+        stderr = reader.stderr.read()
+        assert reader.wait(timeout=60) == 128 + signal.SIGPIPE
+    assert stderr == b""
+
+
 def test_api_key_never_reaches_output_logs_or_audit(
     tmp_path: Path, fake_mistral: FakeMistralServer
 ) -> None:
@@ -210,3 +270,74 @@ def test_api_key_never_reaches_output_logs_or_audit(
         if path.is_file():
             assert FAKE_API_KEY.encode() not in path.read_bytes(), path
     assert FAKE_API_KEY not in done.stdout + done.stderr
+
+
+def test_proxy_credentials_in_the_base_url_never_reach_output_logs_or_audit(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    # httpx sends the URL's userinfo as Basic auth instead of the key: the fake refuses it
+    # (401), and the error text quotes the whole URL, userinfo included.
+    password = "hunter2secret"
+    with_userinfo = fake_mistral.base_url.replace("http://", f"http://proxyuser:{password}@")
+    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": with_userinfo}
+    done = run(tmp_path, "chat", "u1", "hello", "--json", env=env)
+    assert done.returncode == 1
+    fake_mistral.acknowledge_problems()
+    errors = run(tmp_path, "audit", "--kind", "provider_error", "--json").stdout.splitlines()
+    assert "[REDACTED]@127.0.0.1" in json.loads(errors[0])["detail"]["error"]
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert password.encode() not in path.read_bytes(), path
+    assert password not in done.stdout + done.stderr
+
+
+def test_an_api_key_with_a_line_break_is_refused_before_anything_happens(tmp_path: Path) -> None:
+    env = {"MISTRAL_API_KEY": "Part1secret\nPart2secret\n"}
+    done = run(tmp_path, "chat", "k1", "hello", "--json", env=env)
+    assert done.returncode == 2
+    line = one_line_error(done)
+    assert "MISTRAL_API_KEY" in line
+    assert "Part1" not in done.stdout + done.stderr and "Part2" not in done.stdout + done.stderr
+    assert run(tmp_path, "threads").stdout == ""
+
+
+def test_undecodable_bytes_in_a_message_are_replaced_and_the_turn_is_answered(
+    tmp_path: Path,
+) -> None:
+    # "\udcff" is how Python hands over the byte \xff of a non-UTF-8 argv (surrogateescape).
+    done = run(tmp_path, "chat", "k2", "Where is ORD-002 \udcff", "--offline", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "In Transit" in json.loads(done.stdout)["reply"]
+    [thread] = [json.loads(line) for line in run(tmp_path, "threads", "--json").stdout.splitlines()]
+    assert (thread["thread_id"], thread["title"], thread["turns"]) == (
+        "k2",
+        "Where is ORD-002 \ufffd",
+        1,
+    )
+
+
+@pytest.mark.parametrize(
+    ("customer", "reason"),
+    [
+        ("Sam \udcff", "not valid text"),
+        ("Sam\u202eevil", "invisible formatting"),
+        ("S\u200bam", "invisible formatting"),
+    ],
+)
+def test_a_customer_name_with_hidden_characters_is_refused_and_nothing_is_stored(
+    tmp_path: Path, customer: str, reason: str
+) -> None:
+    done = run(tmp_path, "chat", "k3", "Where is ORD-002?", "--customer", customer, "--offline")
+    assert done.returncode == 2
+    assert reason in one_line_error(done)
+    assert run(tmp_path, "threads").stdout == ""
+
+
+def test_threads_shows_a_stored_right_to_left_override_visibly(tmp_path: Path) -> None:
+    # A name stored before names were vetted: listing it must not reorder the terminal.
+    with ThreadRegistry(tmp_path / "threads.sqlite") as threads:
+        threads.ensure("old", customer="Sam\u202eevil\u2066")
+    listed = run(tmp_path, "threads")
+    assert listed.returncode == 0
+    assert "\u202e" not in listed.stdout and "\u2066" not in listed.stdout
+    assert "Sam\\u202eevil\\u2066" in listed.stdout

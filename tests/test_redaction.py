@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -53,6 +54,10 @@ def test_registered_secret_applies_to_later_calls() -> None:
         ("sk-ABCDEFGHIJKLMNOPQRSTUVWX", "sk-ABCDEFGHIJKLMNOPQRSTUVWX"),
         (f"the key is {MISTRAL_KEY}.", MISTRAL_KEY),
         (f"url?key={MISTRAL_KEY}&x=1", MISTRAL_KEY),
+        ("fetching http://proxyuser:hunter2secret@127.0.0.1:8080/v1/chat", "hunter2secret"),
+        ("URL('https://user:p%40ss@proxy.example/v1')", "p%40ss"),
+        ("socks5h://me:unescaped@at@proxy:1080 down", "unescaped@at"),
+        ("git clone https://ghp_token123@github.com/x/y", "ghp_token123"),
     ],
 )
 def test_credential_shapes_are_redacted(text: str, leak: str) -> None:
@@ -64,6 +69,29 @@ def test_credential_shapes_are_redacted(text: str, leak: str) -> None:
 def test_labels_survive_so_the_reader_knows_what_was_removed() -> None:
     assert redact("MISTRAL_API_KEY=xyz987xyz987") == f"MISTRAL_API_KEY={REDACTED}"
     assert redact("Authorization: Bearer abcdef123456") == f"Authorization: {REDACTED}"
+    assert (
+        redact("for url 'http://proxyuser:hunter2secret@127.0.0.1:9/v1/chat/completions'")
+        == f"for url 'http://{REDACTED}@127.0.0.1:9/v1/chat/completions'"
+    )
+
+
+@pytest.mark.parametrize(
+    "secret", ["Part1secret\nPart2secret", "tab\there-and-quote'x", "caf\u00e9-secret-key"]
+)
+def test_a_registered_secret_is_redacted_in_its_escaped_forms(secret: str) -> None:
+    secret = secret.encode().decode("unicode_escape")  # the real newline, tab, é
+    register_secret(secret)
+    quoted = [
+        f"Illegal header value {b'Bearer ' + secret.encode()!r}",
+        f"got {secret!r} instead",
+        json.dumps({"key": secret}),
+        f"plain {secret} text",
+    ]
+    for text in quoted:
+        out = redact(text)
+        assert REDACTED in out, out
+        assert all(part not in out for part in secret.split() if len(part) >= 4), out
+        assert "secret" not in out and "Part2" not in out, out
 
 
 @pytest.mark.parametrize(
@@ -77,6 +105,7 @@ def test_labels_survive_so_the_reader_knows_what_was_removed() -> None:
         "SUPERCALIFRAGILISTICEXPIALIDOCIOUSLY LOUD",
         "The bearer of this note, a task-force member, is disappointed.",
         "Привет, где мой заказ? 我的订单在哪里？ [bold]x[/bold] 100% a_b",
+        "See https://shop.example/orders/ORD-001?ref=mail and write to help@shop.example",
         "abc",
         "",
     ],

@@ -17,6 +17,7 @@ from agents.thread_registry import (
     ThreadRegistry,
     validate_thread_id,
 )
+from tests.fakes.read_only_sqlite import make_sqlite_read_only
 
 TS_PATTERN = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
@@ -203,3 +204,29 @@ def test_damaged_file_names_the_file(registry_path: Path) -> None:
     registry_path.write_bytes(b"not sqlite " * 400)
     with pytest.raises(StorageError, match=re.escape(str(registry_path))):
         ThreadRegistry(registry_path)
+
+
+def test_read_only_file_is_named_when_a_write_is_refused(
+    registry_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with ThreadRegistry(registry_path) as first:
+        first.ensure("t1", customer="Alex")
+    make_sqlite_read_only(monkeypatch, registry_path.parent)
+    # SQLite opens a read-only file without complaint; the first write is refused.
+    with ThreadRegistry(registry_path) as read_only:
+        assert read_only.get("t1") is not None
+        named = rf"^Cannot write to {re.escape(str(registry_path))} "
+        with pytest.raises(StorageError, match=named):
+            read_only.claim_turn("t1", "me")
+        with pytest.raises(StorageError, match="readonly database"):
+            read_only.ensure("t2", customer=None)
+        assert [info.thread_id for info in read_only.list()] == ["t1"]
+
+
+def test_unencodable_customer_and_title_are_stored_not_half_made(registry: ThreadRegistry) -> None:
+    # Callers vet names and messages first; the registry still never meets a lone surrogate
+    # with a failed INSERT (a thread created by ensure() and never titled).
+    info = registry.ensure("t1", customer="Sam\udcff")
+    assert info.customer == "Sam\ufffd"
+    info = registry.update("t1", title="Where is ORD-002 \udcff", count_turn=True)
+    assert (info.title, info.turns) == ("Where is ORD-002 \ufffd", 1)

@@ -1,0 +1,72 @@
+"""`shopbot` failures a subprocess cannot stage as root (a read-only disk), run in-process."""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shopbot_tui.cli import main
+from tests.fakes.read_only_sqlite import make_sqlite_read_only
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    for name in os.environ:
+        if name.startswith(("MISTRAL_", "SHOPBOT_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("SHOPBOT_HOME", str(tmp_path))
+    root = logging.getLogger()
+    before = list(root.handlers)
+    yield tmp_path
+    # main() points the root logger at the home's log file: take that back.
+    for handler in [h for h in root.handlers if h not in before]:
+        root.removeHandler(handler)
+        handler.close()
+
+
+def one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_read_only_home_is_named_and_exits_2(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log_file = home / "shopbot.log"
+
+    def read_only_disk(*args: Any, **kwargs: Any) -> logging.FileHandler:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(log_file))
+
+    monkeypatch.setattr(logging, "FileHandler", read_only_disk)
+    assert main(["threads"]) == 2
+    assert one_line(capsys.readouterr().err) == (
+        f"shopbot: Cannot use the ShopBot folder {home}: Read-only file system ({log_file}). "
+        "Make it a folder you can write to, or set SHOPBOT_HOME to one."
+    )
+
+
+def test_read_only_database_is_named_exits_2_and_changes_nothing(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["chat", "a1", "Where is ORD-002?", "--offline"]) == 0
+    capsys.readouterr()
+    assert main(["threads", "--json"]) == 0
+    before = capsys.readouterr().out
+    with monkeypatch.context() as patch:
+        make_sqlite_read_only(patch, home)
+        assert main(["chat", "a1", "Where is ORD-001?", "--offline"]) == 2
+        line = one_line(capsys.readouterr().err)
+    assert line.startswith(f"shopbot: Cannot write to {home}{os.sep}"), line
+    assert ".sqlite (attempt to write a readonly database). Nothing was changed." in line
+    assert main(["threads", "--json"]) == 0
+    after = capsys.readouterr().out
+    assert after == before
+    assert json.loads(after)["turns"] == 1
