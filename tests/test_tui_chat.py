@@ -23,6 +23,7 @@ from tests.test_tui_helpers import (
     iter_notices,
     make_app,
     notes,
+    painted_text,
     replies,
     send,
     settle,
@@ -327,3 +328,21 @@ async def test_a_narrow_terminal_hides_the_side_panel_and_ctrl_b_brings_it_back(
         await pilot.press("ctrl+b")
         await settle(pilot)
         assert panel.display and panel.size.width > 0
+
+
+async def test_a_reply_keeps_every_word_when_the_side_panel_narrows_the_chat(
+    tmp_path: Path,
+) -> None:
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is my parcel?")
+        reply = app.chat.query(AssistantReply).last()
+        assert len(painted_text(app, reply).splitlines()) == 2  # its title, and one line
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        for _ in range(2):  # the panel comes and goes: each time the reply re-wraps
+            await pilot.press("ctrl+b")
+            await settle(pilot)
+            shown = painted_text(app, reply).split()
+            assert all(word in shown for word in reply.source.split()), shown
