@@ -67,6 +67,11 @@ HISTORY_LINES = 200
 HeldLive = ReplyChunk | ReplyComplete | NoteAdded | ProviderRetrying | TurnEnded
 # A terminal narrower than this hides the side panel (see ChatScreen.HORIZONTAL_BREAKPOINTS).
 NARROW_BELOW = 90
+# Said here rather than the engine's refusal, which names a `shopbot resume` command line.
+WAITS_FOR_DECISION = (
+    "This conversation waits for a decision first; your message is kept. "
+    "Decide in the dialog (ctrl+r opens it again)."
+)
 WELCOME = "New conversation. Ask about an order (they look like ORD-001), a refund or a complaint."
 
 
@@ -290,7 +295,7 @@ class ChatScreen(Screen[None]):
                 "your message is kept."
             )
         elif self.pending is not None:
-            self._refuse("This conversation waits for a decision first; your message is kept.")
+            self._refuse(WAITS_FOR_DECISION)
             self.show_approval(self.pending)
         else:
             engine, thread_id, customer, text = (
@@ -319,6 +324,8 @@ class ChatScreen(Screen[None]):
         """Start the one turn worker of `thread_id`."""
         from agents.facade import InputError  # loaded by now: the engine is running
 
+        engine = self.engine
+        assert engine is not None
         self._turn_started(thread_id)
         self.run_worker(
             drive_turn(
@@ -328,6 +335,7 @@ class ChatScreen(Screen[None]):
                 input_error=InputError,
                 text=text,
                 decision=decision,
+                waiting_for=lambda: engine.pending_approval(thread_id),
             ),
             name=f"turn {thread_id}",
             group=f"turn:{thread_id}",
@@ -344,10 +352,11 @@ class ChatScreen(Screen[None]):
         if message.thread_id != self.thread_id:
             return
         # The text was never taken out of the input: the person can fix and resend it.
-        self._refuse(message.reason)
+        self._refuse(WAITS_FOR_DECISION if message.pending is not None else message.reason)
         self.message_input.focus()
-        if message.decision is not None:
-            # Someone else (`shopbot resume`) may have answered it: show the thread as stored.
+        if message.decision is not None or message.pending is not None:
+            # Someone else answered the decision (`shopbot resume`), or asked for one (a
+            # `shopbot chat` turn): show the thread as stored, and its question if any.
             await self.open_thread(self.thread_id, self.customer)
 
     @on(TurnAccepted)
@@ -595,7 +604,9 @@ class ChatScreen(Screen[None]):
         from shopbot_tui.screens.threads import ThreadChoice, ThreadsScreen  # as above
 
         async def chosen(choice: ThreadChoice | None) -> None:
-            if choice is not None and choice.thread_id != self.thread_id:
+            # The open thread too: shown again as stored, with what another front (the
+            # `shopbot` command) did to it meanwhile.
+            if choice is not None:
                 await self.open_thread(choice.thread_id, choice.customer)
 
         self.app.push_screen(
