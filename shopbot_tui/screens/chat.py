@@ -46,6 +46,7 @@ from shopbot_tui.messages import (
     TurnProblem,
     TurnRefused,
 )
+from shopbot_tui.replies_so_far import RepliesSoFar
 from shopbot_tui.turn_stream import drive_turn
 from shopbot_tui.widgets.conversation import (
     AssistantReply,
@@ -125,6 +126,7 @@ class ChatScreen(Screen[None]):
         self._reopen_after_turn = False
         self._approval_open = False
         self._reply: ReplyWriter | None = None
+        self._replies_so_far = RepliesSoFar()
         self._partials: list[ReplyWriter] = []
         self._gates: list[tuple[str, bool, str]] = []
         self._binding_state: tuple[bool, bool] | None = None
@@ -180,6 +182,9 @@ class ChatScreen(Screen[None]):
         self.thread_id, self.customer = thread_id, customer
         self.pending, self.last_reply, self._thread_ready = None, "", False
         self._held_live, self._reopen_after_turn = [], False
+        if (so_far := self._replies_so_far.chunk(thread_id)) is not None:
+            # Its running turn is writing a reply: shown below the history, from its start.
+            self._held_live.append(so_far)
         self._gates = []
         self.panel.show_gates([])
         self.panel.show_session(thread_id, customer)
@@ -272,11 +277,11 @@ class ChatScreen(Screen[None]):
         self._reopen_after_turn = True
         for message in held:
             if isinstance(message, ReplyChunk):
-                await self._reply_chunk(message)
+                await self._show_chunk(message)
             elif isinstance(message, ReplyComplete):
-                await self._reply_complete(message)
+                await self._show_complete(message)
             elif isinstance(message, ProviderRetrying):
-                await self._provider_retrying(message)
+                await self._show_retrying(message)
             elif isinstance(message, NoteAdded):
                 await self._note_added(message)
 
@@ -377,6 +382,10 @@ class ChatScreen(Screen[None]):
 
     @on(ReplyChunk)
     async def _reply_chunk(self, message: ReplyChunk) -> None:
+        self._replies_so_far.add(message)  # every thread's: it may be opened mid-reply
+        await self._show_chunk(message)
+
+    async def _show_chunk(self, message: ReplyChunk) -> None:
         if message.thread_id != self.thread_id or self._hold_live(message):
             return
         if self._reply is not None and self._reply.agent != message.agent:
@@ -387,6 +396,10 @@ class ChatScreen(Screen[None]):
 
     @on(ReplyComplete)
     async def _reply_complete(self, message: ReplyComplete) -> None:
+        self._replies_so_far.forget(message.thread_id)
+        await self._show_complete(message)
+
+    async def _show_complete(self, message: ReplyComplete) -> None:
         if message.thread_id != self.thread_id or self._hold_live(message):
             return
         if self._reply is None or self._reply.agent != message.agent:
@@ -423,6 +436,10 @@ class ChatScreen(Screen[None]):
 
     @on(ProviderRetrying)
     async def _provider_retrying(self, message: ProviderRetrying) -> None:
+        self._replies_so_far.forget(message.thread_id)
+        await self._show_retrying(message)
+
+    async def _show_retrying(self, message: ProviderRetrying) -> None:
         if message.thread_id != self.thread_id or self._hold_live(message):
             return
         # Tokens of the failed attempt are not part of any reply.
@@ -553,6 +570,7 @@ class ChatScreen(Screen[None]):
 
     def _turn_over(self, thread_id: str) -> None:
         self.busy.discard(thread_id)
+        self._replies_so_far.forget(thread_id)
         self._collector.release(thread_id)
 
     def _park_reply(self) -> None:
