@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -52,6 +53,9 @@ _MIN_FTS_CHARS = 3
 # Up to this many rows left by the other filters, testing each row's text (~4 µs) beats
 # walking the FTS index for a common word.
 _PROBE_ROWS = 5_000
+# The table and `shopbot audit` show a detail as `key=value`, the index holds `key: value`
+# (so does every log written so far): a search for `key=` looks for both forms.
+_SHOWN_KEY = re.compile(r"(?<=\w)=")
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS events (
@@ -290,14 +294,14 @@ class AuditLog(SqliteStore):
         order = "f.rowid" if text and not probe else "e.id"
         source = "events e"
         if text:
-            search, param = _text_clause(text, index=not probe)
+            search, text_params = _text_clause(text, index=not probe)
             if probe:
                 exists = "EXISTS (SELECT 1 FROM events_fts f WHERE f.rowid = e.id AND {})"
                 clauses.append(exists.format(search))
             else:
                 source = "events_fts f JOIN events e ON e.id = f.rowid"
                 clauses.append(search)
-            params.append(param)
+            params.extend(text_params)
         if before_id is not None:
             clauses.append(f"{order} < ?")
             params.append(before_id)
@@ -332,16 +336,28 @@ def _structured(query: AuditQuery) -> tuple[list[str], list[Any]]:
     return clauses, params
 
 
-def _text_clause(text: str, *, index: bool) -> tuple[str, str]:
-    """A predicate on `f.body` (the searchable text) and its parameter."""
+def _text_clause(text: str, *, index: bool) -> tuple[str, list[str]]:
+    """A predicate on `f.body` (the searchable text) and its parameters: `text` as typed,
+    or as the index holds what the table shows as `key=value`."""
+    needles = list(dict.fromkeys((text, _SHOWN_KEY.sub(": ", text))))
     if index and len(text) >= _MIN_FTS_CHARS:
         # A quoted FTS5 string is a phrase: with trigrams, a case-insensitive substring.
-        return "events_fts MATCH ?", '"' + text.replace('"', '""') + '"'
+        phrases = ['"' + needle.replace('"', '""') + '"' for needle in needles]
+        return "events_fts MATCH ?", [" OR ".join(phrases)]
     if text.isascii():
         # LIKE folds ASCII case only, which is all an ASCII needle needs.
-        escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        return "f.body LIKE ? ESCAPE '\\'", f"%{escaped}%"
-    return "shopbot_contains(f.body, ?)", text.casefold()
+        like = "f.body LIKE ? ESCAPE '\\'"
+        return _any_of(like, len(needles)), [f"%{_like_escaped(n)}%" for n in needles]
+    contains = "shopbot_contains(f.body, ?)"
+    return _any_of(contains, len(needles)), [needle.casefold() for needle in needles]
+
+
+def _any_of(predicate: str, count: int) -> str:
+    return predicate if count == 1 else "(" + " OR ".join([predicate] * count) + ")"
+
+
+def _like_escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _contains(body: str | None, needle: str) -> bool:

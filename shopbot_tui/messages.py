@@ -61,11 +61,13 @@ class TurnAccepted(TurnMessage):
 
 @dataclass
 class TurnRefused(TurnMessage):
-    """The engine refused the input before doing anything; `reason` says what to do."""
+    """The engine refused the input before doing anything; `reason` says what to do, and
+    `pending` is the decision a refused message found the thread waiting for."""
 
     text: str = ""
     reason: str = ""
     decision: str | None = None
+    pending: ApprovalRequest | None = None
 
 
 @dataclass

@@ -222,6 +222,14 @@ def texts(log: AuditLog) -> dict[str, int]:
         ("ORD-001", {"cjk"}),
         ("message", {"cyrillic", "cjk", "markup", "percent", "underscore", "quote", "plain"}),
         ("t-markup", {"markup"}),  # the thread id is searchable
+        # As the table shows a detail (`key=value`), in every way of searching.
+        ("message=Клиент", {"cyrillic"}),
+        ("MESSAGE=AXB", {"plain"}),
+        ("message=customer wrote [bold]", {"markup"}),
+        ("e=a", {"plain"}),
+        ("e=К", {"cyrillic"}),
+        ("e=", {"cyrillic", "cjk", "markup", "percent", "underscore", "quote", "plain"}),
+        ("message=axb x", set()),
         ("nothing like this", set()),
     ],
 )
@@ -325,6 +333,26 @@ def test_export_jsonl_honours_the_filter(log: AuditLog, tmp_path: Path) -> None:
     records = [json.loads(line) for line in buffer.getvalue().splitlines()]
     assert [r["id"] for r in records] == list(range(30, 0, -1))
     assert all(set(r) == {"id", "ts", "thread_id", "agent", "kind", "detail"} for r in records)
+
+
+def test_a_detail_is_found_by_the_words_its_summary_shows(log: AuditLog) -> None:
+    decided = log.append(
+        "approval_decided",
+        thread_id="t-sam",
+        detail={"kind": "refund_approval", "decision": "approve", "order_id": "ORD-005"},
+    )
+    called = log.append("tool_called", thread_id="t-sam", detail={"args": {"order_id": "ORD-6"}})
+    assert "decision=approve order_id=ORD-005" in decided.summary()
+    for text, expected in [
+        ("order_id=ORD-005", [decided.id]),
+        ("decision=approve", [decided.id]),
+        ("order_id: ORD-005", [decided.id]),  # as the index holds it, as before
+        ("_id=ORD-", [called.id, decided.id]),  # a nested key too
+    ]:
+        assert _ids(log.page(AuditQuery(text=text))) == expected, text
+        # Few rows left by a kind: each row's text is tested instead of the index.
+        only_decided = AuditQuery(text=text, kinds=("approval_decided",))
+        assert _ids(log.page(only_decided)) == [decided.id], text
 
 
 def test_summary_is_one_short_line() -> None:

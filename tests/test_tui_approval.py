@@ -8,9 +8,13 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Button, Input
 
+from agents.facade import ShopBotEngine
+from agents.offline.demo_model import OfflineDemoModel
 from agents.replies import COMPLAINT_DECISIONS
+from agents.settings import Settings
 from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.chat import ChatScreen
+from shopbot_tui.screens.threads import ThreadsScreen
 from tests.test_tui_helpers import (
     SIZE,
     audit_kinds,
@@ -21,10 +25,12 @@ from tests.test_tui_helpers import (
     replies,
     send,
     settle,
+    transcript_on_screen,
     visible_text,
 )
 
 REFUND = "I want a refund for ORD-005, the speaker crackles at any volume"
+CLI_REFUND = "I want a refund for ORD-006, the keys stick constantly"
 COMPLAINT = "This is unacceptable! My parcel is two weeks late and nobody answers my emails!!!"
 
 
@@ -33,6 +39,15 @@ def modal_text(screen: ApprovalScreen) -> str:
         visible_text(screen.query_one(selector))
         for selector in ("#approval-message", "#approval-facts", "#approval-gates")
     )
+
+
+async def refund_asked_from_the_command_line(home: Path) -> None:
+    """What `shopbot chat t-test "<CLI_REFUND>" --customer Jordan` does: its own engine on the
+    same SHOPBOT_HOME, a turn that stops to wait for a decision."""
+    settings = Settings(home=home, force_offline=True)
+    async with ShopBotEngine(settings, model=OfflineDemoModel()) as engine:
+        result = await engine.send("t-test", CLI_REFUND, customer="Jordan")
+    assert result.pending is not None
 
 
 async def dialog_after(pilot: Pilot[None], text: str) -> ApprovalScreen:
@@ -243,3 +258,48 @@ async def test_every_option_shows_in_a_small_terminal(
             assert button.region.height == 3
         hint = screen.query_one("#approval-hint").region
         assert dialog.contains_region(hint) and hint.height == 1
+
+
+async def test_a_decision_the_command_line_asked_for_opens_when_a_message_is_refused(
+    tmp_path: Path,
+) -> None:
+    app = make_app(tmp_path, customer="Jordan")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await refund_asked_from_the_command_line(tmp_path)
+        await send(pilot, "hello?")
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen)
+        assert "Refund of ORD-006" in modal_text(screen)
+        warnings = list(iter_notices(app, "warning"))
+        assert any("waits for a decision" in w and "ctrl+r" in w for w in warnings), warnings
+        assert not any("shopbot resume" in w for w in warnings)  # a command line, not here
+        # The thread is shown as stored: the message sent from the command line is in it.
+        assert ("customer", CLI_REFUND) in transcript_on_screen(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.chat.query_one("#message", Input).value == "hello?"
+        await pilot.press("ctrl+r")
+        assert isinstance(app.screen, ApprovalScreen)
+        await pilot.press("a")
+        await settle(pilot)
+        assert "refund_processed" in audit_kinds(app, "t-test")
+
+
+async def test_choosing_the_open_thread_in_the_list_shows_it_as_stored(tmp_path: Path) -> None:
+    app = make_app(tmp_path, customer="Jordan")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await refund_asked_from_the_command_line(tmp_path)
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        assert isinstance(app.screen, ThreadsScreen)
+        await pilot.press("enter")  # the open thread, the only one
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen)
+        assert "Refund of ORD-006" in modal_text(screen)
+        assert ("customer", CLI_REFUND) in transcript_on_screen(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.chat.pending is not None

@@ -282,6 +282,19 @@ async def test_free_text_filter_on_enter_and_after_debounce(audit_path: Path) ->
         assert ids(table) == [12, 7]
 
 
+async def test_text_typed_as_the_table_shows_a_detail_finds_it(audit_path: Path) -> None:
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        await pilot.press("slash", *"order_id=ORD-002", "enter")
+        await settle(pilot)
+        assert ids(table) == [12, 7]
+        assert all("order_id=ORD-002" in row_plain(table, row)[4] for row in (0, 1))
+        # The form the detail pane and older habits use finds the same events.
+        screen.set_filters(text="order_id: ORD-002")
+        await settle(pilot)
+        assert ids(table) == [12, 7]
+
+
 async def test_filters_combine_and_empty_state_is_clear(audit_path: Path) -> None:
     async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
         screen, table = await opened(pilot)

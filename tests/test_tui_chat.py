@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from textual import events
+from textual.color import Color
 from textual.widgets import Input
 
 from agents.context import RetryBudget
@@ -23,6 +24,7 @@ from tests.test_tui_helpers import (
     iter_notices,
     make_app,
     notes,
+    painted_text,
     replies,
     send,
     settle,
@@ -327,3 +329,54 @@ async def test_a_narrow_terminal_hides_the_side_panel_and_ctrl_b_brings_it_back(
         await pilot.press("ctrl+b")
         await settle(pilot)
         assert panel.display and panel.size.width > 0
+
+
+async def test_a_reply_keeps_every_word_when_the_side_panel_narrows_the_chat(
+    tmp_path: Path,
+) -> None:
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is my parcel?")
+        reply = app.chat.query(AssistantReply).last()
+        assert len(painted_text(app, reply).splitlines()) == 2  # its title, and one line
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        for _ in range(2):  # the panel comes and goes: each time the reply re-wraps
+            await pilot.press("ctrl+b")
+            await settle(pilot)
+            shown = painted_text(app, reply).split()
+            assert all(word in shown for word in reply.source.split()), shown
+
+
+def contrast(one: Color, other: Color) -> float:
+    """The WCAG contrast ratio of two opaque colours (3 is the floor for UI lines)."""
+
+    def luminance(colour: Color) -> float:
+        def linear(channel: int) -> float:
+            value = channel / 255
+            return value / 12.92 if value <= 0.03928 else ((value + 0.055) / 1.055) ** 2.4
+
+        r, g, b = (linear(channel) for channel in colour.rgb)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    high, low = sorted((luminance(one), luminance(other)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+async def test_side_panel_lines_show_in_the_dark_and_the_light_theme(tmp_path: Path) -> None:
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for theme in ("textual-dark", "textual-light"):
+            app.theme = theme
+            await pilot.pause()
+            panel = app.chat.panel
+            idle = next(card for card in panel.query(AgentCard) if not card.has_class("-active"))
+            background = panel.styles.background
+            for what, (_, colour) in (
+                ("separator", panel.styles.border_left),
+                ("card border", idle.styles.border_top),
+            ):
+                painted = background + colour  # a colour with alpha is blended on the panel
+                assert contrast(painted, background) >= 3, (theme, what, painted.hex)

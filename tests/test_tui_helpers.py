@@ -16,6 +16,7 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import PrivateAttr
 from textual.content import Content
 from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import Input
 
 from agents.context import RetryBudget
@@ -108,6 +109,14 @@ async def send(pilot: Pilot[Any], text: str, *, wait: bool = True) -> None:
 def visible_text(widget: Any) -> str:
     rendered = widget.render()
     return rendered.plain if isinstance(rendered, Content) else str(rendered)
+
+
+def painted_text(app: ShopBotApp, widget: Widget) -> str:
+    """What the screen shows where `widget` is, line by line, as a person would read it (the
+    compositor's output: Textual's own tests read it the same way)."""
+    region = widget.region
+    strips = app.screen._compositor.render_strips()[region.y : region.bottom]
+    return "\n".join(strip.crop(region.x, region.right).text for strip in strips)
 
 
 def transcript_on_screen(app: ShopBotApp) -> list[tuple[str, str]]:

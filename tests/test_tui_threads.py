@@ -101,6 +101,37 @@ async def test_switching_back_to_a_thread_mid_reply_shows_the_reply_below_its_hi
         assert shown == [(line.role, line.text) for line in read("t-one")]
 
 
+async def test_a_thread_opened_again_mid_reply_shows_that_reply_from_its_start(
+    tmp_path: Path,
+) -> None:
+    model = GatedModel(pause_mid_reply=True)  # the reply stops after its first piece
+    app = make_app(tmp_path, thread_id="t-one", customer="Sam", model=model)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        model.open()
+        await send(pilot, "Where is my order ORD-002?", wait=False)
+        await wait_until(pilot, lambda: bool(replies(app)), "the first piece of the reply")
+        first_piece = replies(app)[-1]
+        assert first_piece
+        for away in ("ctrl+n", None):  # back from another thread, or picked in the list again
+            if away:
+                await pilot.press(away)
+                await wait_until(pilot, lambda: app.chat.thread_id != "t-one", "another thread")
+                await wait_until(pilot, lambda: app.chat._thread_ready, "the other thread")
+            await app.chat.open_thread("t-one", "Sam")
+            await wait_until(pilot, lambda: app.chat._thread_ready, "t-one again")
+            await wait_until(pilot, lambda: bool(replies(app)), "the reply being written")
+            assert replies(app)[-1] == first_piece
+        model.resume()
+        await wait_until(pilot, lambda: "t-one" not in app.chat.busy, "the turn to end")
+        await settle(pilot)
+        assert first_piece in replies(app)[-1] and "ORD-002" in replies(app)[-1]
+        engine = app.engine
+        assert engine is not None
+        stored = engine.transcript("t-one")
+        assert transcript_on_screen(app) == [(line.role, line.text) for line in stored]
+
+
 async def test_a_turn_that_pauses_for_approval_while_its_thread_loads_is_shown_pending(
     tmp_path: Path,
 ) -> None:

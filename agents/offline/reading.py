@@ -70,8 +70,20 @@ def intent_of(text: str) -> Intent:
     return "other"
 
 
+# A word as a person writes it, with its digits and inner hyphens: `ORD-005` is one token.
+_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-_#][A-Za-z0-9]+)*")
+
+
+def is_shouted(token: str) -> bool:
+    """An all-caps word of 3 letters or more; an order id or a code (it has a digit) is not
+    shouting, however it is written."""
+    letters = sum(c.isalpha() for c in token)
+    return letters >= 3 and token.isupper() and not any(c.isdigit() for c in token)
+
+
 def sentiment_of(text: str) -> str:
-    shouting = sum(1 for word in re.findall(r"[A-Za-z]{3,}", text) if word.isupper()) >= 2
+    words = _TOKEN.findall(_ID_LIKE.sub(" ", text))  # `ORD 5` too: an id, not a word
+    shouting = sum(1 for word in words if is_shouted(word)) >= 2
     if shouting or text.count("!") >= 3:
         return "angry"
     for sentiment, pattern in SENTIMENT_WORDS:

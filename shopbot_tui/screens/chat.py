@@ -46,6 +46,7 @@ from shopbot_tui.messages import (
     TurnProblem,
     TurnRefused,
 )
+from shopbot_tui.replies_so_far import RepliesSoFar
 from shopbot_tui.turn_stream import drive_turn
 from shopbot_tui.widgets.conversation import (
     AssistantReply,
@@ -67,6 +68,11 @@ HISTORY_LINES = 200
 HeldLive = ReplyChunk | ReplyComplete | NoteAdded | ProviderRetrying | TurnEnded
 # A terminal narrower than this hides the side panel (see ChatScreen.HORIZONTAL_BREAKPOINTS).
 NARROW_BELOW = 90
+# Said here rather than the engine's refusal, which names a `shopbot resume` command line.
+WAITS_FOR_DECISION = (
+    "This conversation waits for a decision first; your message is kept. "
+    "Decide in the dialog (ctrl+r opens it again)."
+)
 WELCOME = "New conversation. Ask about an order (they look like ORD-001), a refund or a complaint."
 
 
@@ -120,6 +126,7 @@ class ChatScreen(Screen[None]):
         self._reopen_after_turn = False
         self._approval_open = False
         self._reply: ReplyWriter | None = None
+        self._replies_so_far = RepliesSoFar()
         self._partials: list[ReplyWriter] = []
         self._gates: list[tuple[str, bool, str]] = []
         self._binding_state: tuple[bool, bool] | None = None
@@ -175,6 +182,9 @@ class ChatScreen(Screen[None]):
         self.thread_id, self.customer = thread_id, customer
         self.pending, self.last_reply, self._thread_ready = None, "", False
         self._held_live, self._reopen_after_turn = [], False
+        if (so_far := self._replies_so_far.chunk(thread_id)) is not None:
+            # Its running turn is writing a reply: shown below the history, from its start.
+            self._held_live.append(so_far)
         self._gates = []
         self.panel.show_gates([])
         self.panel.show_session(thread_id, customer)
@@ -267,11 +277,11 @@ class ChatScreen(Screen[None]):
         self._reopen_after_turn = True
         for message in held:
             if isinstance(message, ReplyChunk):
-                await self._reply_chunk(message)
+                await self._show_chunk(message)
             elif isinstance(message, ReplyComplete):
-                await self._reply_complete(message)
+                await self._show_complete(message)
             elif isinstance(message, ProviderRetrying):
-                await self._provider_retrying(message)
+                await self._show_retrying(message)
             elif isinstance(message, NoteAdded):
                 await self._note_added(message)
 
@@ -290,7 +300,7 @@ class ChatScreen(Screen[None]):
                 "your message is kept."
             )
         elif self.pending is not None:
-            self._refuse("This conversation waits for a decision first; your message is kept.")
+            self._refuse(WAITS_FOR_DECISION)
             self.show_approval(self.pending)
         else:
             engine, thread_id, customer, text = (
@@ -319,6 +329,8 @@ class ChatScreen(Screen[None]):
         """Start the one turn worker of `thread_id`."""
         from agents.facade import InputError  # loaded by now: the engine is running
 
+        engine = self.engine
+        assert engine is not None
         self._turn_started(thread_id)
         self.run_worker(
             drive_turn(
@@ -328,6 +340,7 @@ class ChatScreen(Screen[None]):
                 input_error=InputError,
                 text=text,
                 decision=decision,
+                waiting_for=lambda: engine.pending_approval(thread_id),
             ),
             name=f"turn {thread_id}",
             group=f"turn:{thread_id}",
@@ -344,10 +357,11 @@ class ChatScreen(Screen[None]):
         if message.thread_id != self.thread_id:
             return
         # The text was never taken out of the input: the person can fix and resend it.
-        self._refuse(message.reason)
+        self._refuse(WAITS_FOR_DECISION if message.pending is not None else message.reason)
         self.message_input.focus()
-        if message.decision is not None:
-            # Someone else (`shopbot resume`) may have answered it: show the thread as stored.
+        if message.decision is not None or message.pending is not None:
+            # Someone else answered the decision (`shopbot resume`), or asked for one (a
+            # `shopbot chat` turn): show the thread as stored, and its question if any.
             await self.open_thread(self.thread_id, self.customer)
 
     @on(TurnAccepted)
@@ -368,6 +382,10 @@ class ChatScreen(Screen[None]):
 
     @on(ReplyChunk)
     async def _reply_chunk(self, message: ReplyChunk) -> None:
+        self._replies_so_far.add(message)  # every thread's: it may be opened mid-reply
+        await self._show_chunk(message)
+
+    async def _show_chunk(self, message: ReplyChunk) -> None:
         if message.thread_id != self.thread_id or self._hold_live(message):
             return
         if self._reply is not None and self._reply.agent != message.agent:
@@ -378,6 +396,10 @@ class ChatScreen(Screen[None]):
 
     @on(ReplyComplete)
     async def _reply_complete(self, message: ReplyComplete) -> None:
+        self._replies_so_far.forget(message.thread_id)
+        await self._show_complete(message)
+
+    async def _show_complete(self, message: ReplyComplete) -> None:
         if message.thread_id != self.thread_id or self._hold_live(message):
             return
         if self._reply is None or self._reply.agent != message.agent:
@@ -414,6 +436,10 @@ class ChatScreen(Screen[None]):
 
     @on(ProviderRetrying)
     async def _provider_retrying(self, message: ProviderRetrying) -> None:
+        self._replies_so_far.forget(message.thread_id)
+        await self._show_retrying(message)
+
+    async def _show_retrying(self, message: ProviderRetrying) -> None:
         if message.thread_id != self.thread_id or self._hold_live(message):
             return
         # Tokens of the failed attempt are not part of any reply.
@@ -544,6 +570,7 @@ class ChatScreen(Screen[None]):
 
     def _turn_over(self, thread_id: str) -> None:
         self.busy.discard(thread_id)
+        self._replies_so_far.forget(thread_id)
         self._collector.release(thread_id)
 
     def _park_reply(self) -> None:
@@ -595,7 +622,9 @@ class ChatScreen(Screen[None]):
         from shopbot_tui.screens.threads import ThreadChoice, ThreadsScreen  # as above
 
         async def chosen(choice: ThreadChoice | None) -> None:
-            if choice is not None and choice.thread_id != self.thread_id:
+            # The open thread too: shown again as stored, with what another front (the
+            # `shopbot` command) did to it meanwhile.
+            if choice is not None:
                 await self.open_thread(choice.thread_id, choice.customer)
 
         self.app.push_screen(

@@ -336,6 +336,13 @@ class AssistantReply(Widget):
             else {}
         )
         changed = super()._size_updated(size, virtual_size, container_size, layout)
+        # The size laid out is the held one, whether or not `get_content_height` was asked:
+        # Textual reuses a box model it cached for this container width, so after the chat
+        # narrowed, widened and narrowed again (the side panel shown, hidden, shown), the
+        # held height was the one line of another width, and the lines below were blank.
+        gutter = self.styles.gutter
+        self._held_width = size.width - gutter.width
+        self._held_height = size.height - gutter.height
         if kept:
             cache._cache.update(kept)
             cache._dirty_lines.difference_update(kept)

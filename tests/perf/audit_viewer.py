@@ -183,6 +183,12 @@ async def measure_viewer(path: Path, repeats: int) -> dict[str, Any]:
         "text 'ORD-004'": {"text": "ORD-004"},
         "text 'earcup'": {"text": "earcup"},
         "text 'zzz-not-there'": {"text": "zzz-not-there"},
+        # As the table shows a detail (`key=value`); the index holds `key: value`.
+        "text 'order_id=ORD-004'": {"text": "order_id=ORD-004"},
+        "kind=approval_decided + text 'decision=reject'": {
+            "kind": "approval_decided",
+            "text": "decision=reject",
+        },
         "kind=approval_decided + text 'reject'": {"kind": "approval_decided", "text": "reject"},
         "thread + text 'ORD'": {"thread_id": thread, "text": "ORD"},
         "no filter (all)": {},
