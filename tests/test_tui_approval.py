@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.screens.threads import ThreadsScreen
 from tests.test_tui_helpers import (
     SIZE,
+    RecordingApp,
     audit_kinds,
     instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
@@ -56,6 +59,17 @@ async def dialog_after(pilot: Pilot[None], text: str) -> ApprovalScreen:
     screen = pilot.app.screen
     assert isinstance(screen, ApprovalScreen)
     return screen
+
+
+async def later_then_reopen_and_press(pilot: Pilot[None], key: str, *, kept: str) -> None:
+    """Decide later (the refused message `kept` in the box), reopen with ctrl+r, press `key`."""
+    await pilot.press("escape")
+    await settle(pilot)
+    assert pilot.app.chat.query_one("#message", Input).value == kept
+    await pilot.press("ctrl+r")
+    assert isinstance(pilot.app.screen, ApprovalScreen)
+    await pilot.press(key)
+    await settle(pilot)
 
 
 async def test_refund_opens_the_modal_and_approve_by_key(tmp_path: Path) -> None:
@@ -167,24 +181,30 @@ async def test_message_while_decision_pending_reopens_the_modal(tmp_path: Path) 
         await send(pilot, "hello?")
         assert isinstance(app.screen, ApprovalScreen)
         assert any("waits for a decision" in notice for notice in iter_notices(app, "warning"))
-        await pilot.press("escape")
-        await settle(pilot)
-        assert app.chat.query_one("#message", Input).value == "hello?"
-        await pilot.press("ctrl+r")
-        assert isinstance(app.screen, ApprovalScreen)
-        await pilot.press("e")
-        await settle(pilot)
+        await later_then_reopen_and_press(pilot, "e", kept="hello?")
         assert "decision: escalate" in notes(app)
 
 
-async def test_stray_keys_cannot_decide_before_the_modal_is_armed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(ApprovalScreen, "ARM_DELAY", 3600.0)
+@asynccontextmanager
+async def refund_dialog(
+    tmp_path: Path,
+) -> AsyncIterator[tuple[RecordingApp, Pilot[None], ApprovalScreen]]:
+    """The app with Sam's refund of ORD-005 waiting in the dialog."""
     app = make_app(tmp_path, customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        screen = await dialog_after(pilot, REFUND)
+        yield app, pilot, await dialog_after(pilot, REFUND)
+
+
+@pytest.fixture
+def arming_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dialog's keys wake only when the test calls `arm()` (a person gets a delay)."""
+    monkeypatch.setattr(ApprovalScreen, "ARM_DELAY", 3600.0)
+
+
+@pytest.mark.usefixtures("arming_by_hand")
+async def test_stray_keys_cannot_decide_before_the_modal_is_armed(tmp_path: Path) -> None:
+    async with refund_dialog(tmp_path) as (app, pilot, screen):
         await pilot.press("o", "k", "space", "g", "r", "e", "a", "t", "enter")  # still typing
         await pilot.pause()
         assert app.screen is screen
@@ -202,14 +222,9 @@ async def test_stray_keys_cannot_decide_before_the_modal_is_armed(
         assert "approval_decided" in audit_kinds(app, "t-test")
 
 
-async def test_typing_on_once_armed_puts_the_keys_back_to_sleep(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(ApprovalScreen, "ARM_DELAY", 3600.0)
-    app = make_app(tmp_path, customer="Sam")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = await dialog_after(pilot, REFUND)
+@pytest.mark.usefixtures("arming_by_hand")
+async def test_typing_on_once_armed_puts_the_keys_back_to_sleep(tmp_path: Path) -> None:
+    async with refund_dialog(tmp_path) as (app, pilot, screen):
         screen.arm()
         assert not any(button.disabled for button in screen.query(Button))
         # A pause, then typing goes on: the first letter is no option's key.
@@ -276,13 +291,7 @@ async def test_a_decision_the_command_line_asked_for_opens_when_a_message_is_ref
         assert not any("shopbot resume" in w for w in warnings)  # a command line, not here
         # The thread is shown as stored: the message sent from the command line is in it.
         assert ("customer", CLI_REFUND) in transcript_on_screen(app)
-        await pilot.press("escape")
-        await settle(pilot)
-        assert app.chat.query_one("#message", Input).value == "hello?"
-        await pilot.press("ctrl+r")
-        assert isinstance(app.screen, ApprovalScreen)
-        await pilot.press("a")
-        await settle(pilot)
+        await later_then_reopen_and_press(pilot, "a", kept="hello?")
         assert "refund_processed" in audit_kinds(app, "t-test")
 
 
