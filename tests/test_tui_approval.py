@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import Button, Input
 
@@ -68,7 +69,7 @@ async def later_then_reopen_and_press(pilot: Pilot[None], key: str, *, kept: str
     assert pilot.app.chat.query_one("#message", Input).value == kept
     await pilot.press("ctrl+r")
     assert isinstance(pilot.app.screen, ApprovalScreen)
-    await pilot.press(key)
+    await pilot.press(key, "enter")
     await settle(pilot)
 
 
@@ -89,7 +90,11 @@ async def test_refund_opens_the_modal_and_approve_by_key(tmp_path: Path) -> None
         assert "waiting for a human decision: refund approval" in notes(app)
         assert "approval_requested" in audit_kinds(app, "t-test")
 
-        await pilot.press("a")
+        await pilot.press("a")  # chooses: the button has the focus, nothing is decided yet
+        await pilot.pause()
+        assert app.screen is screen and app.focused is screen.query_one("#option-approve")
+        assert "approval_decided" not in audit_kinds(app, "t-test")
+        await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
         assert "decision: approve" in notes(app)
@@ -109,7 +114,7 @@ async def test_refund_reject(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await dialog_after(pilot, REFUND)
-        await pilot.press("r")
+        await pilot.press("r", "enter")
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
         assert "decision: reject" in notes(app)
@@ -134,7 +139,7 @@ async def test_complaint_review(tmp_path: Path) -> None:
         # Keys of the other kind of decision do nothing here.
         await pilot.press("a")
         assert app.screen is screen
-        await pilot.press("c")
+        await pilot.press("c", "enter")
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
         assert replies(app)[-1] == COMPLAINT_DECISIONS["provide_compensation"]
@@ -163,7 +168,7 @@ async def test_modal_reappears_after_restart(tmp_path: Path) -> None:
         # The side panel shows the checks that led here, as it did before the restart.
         gates = visible_text(second.chat.query_one("#gates"))
         assert "✓ order id" in gates and "✓ refund" in gates
-        await pilot.press("a")
+        await pilot.press("a", "enter")
         await settle(pilot)
         assert "approved and processed" in replies(second)[-1]
         assert "refund_processed" in audit_kinds(second, "t-restart")
@@ -214,12 +219,46 @@ async def test_stray_keys_cannot_decide_before_the_modal_is_armed(tmp_path: Path
         await pilot.press("enter")  # no option has the focus: Enter alone decides nothing
         await pilot.pause()
         assert app.screen is screen
-        await pilot.press("a")
+        await pilot.press("a", "enter")
         await settle(pilot)
         assert "decision: approve" in notes(app)
         # What was typed into the modal is not lost: it waits in the message box.
         assert app.chat.query_one("#message", Input).value == "ok great"
         assert "approval_decided" in audit_kinds(app, "t-test")
+
+
+@pytest.mark.usefixtures("arming_by_hand")
+async def test_a_word_after_a_pause_that_starts_with_an_option_key_decides_nothing(
+    tmp_path: Path,
+) -> None:
+    async with refund_dialog(tmp_path) as (app, pilot, screen):
+        screen.arm()  # the person paused long enough for the keys to wake
+        await pilot.press("a", "n", "space", "e", "r", "r", "o", "r")  # "an error"
+        await pilot.pause()
+        assert app.screen is screen and not screen.armed
+        assert screen.typed == "an error"
+        screen.arm()
+        await pilot.press("e", "r", "r", "o", "r")  # option keys first, one after another
+        await pilot.pause()
+        assert app.screen is screen and screen.typed == "an errorerror"
+        assert "approval_decided" not in audit_kinds(app, "t-test")
+
+
+@pytest.mark.usefixtures("arming_by_hand")
+async def test_enter_hard_on_an_option_key_is_the_end_of_a_typed_word(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ApprovalScreen, "CONFIRM_GAP", 3600.0)  # every Enter comes "soon"
+    async with refund_dialog(tmp_path) as (app, pilot, screen):
+        screen.arm()
+        await pilot.press("a", "enter")  # "… a⏎" typed at speed
+        await pilot.pause()
+        assert app.screen is screen and not screen.armed
+        assert screen.typed == "a"
+        screen.arm()
+        await pilot.press("tab", "enter")  # a button reached with Tab is a choice made
+        await settle(pilot)
+        assert "decision: approve" in notes(app)
 
 
 @pytest.mark.usefixtures("arming_by_hand")
@@ -248,7 +287,7 @@ async def test_decision_taken_elsewhere_is_refused_and_the_thread_reloads(tmp_pa
         await settle(pilot)
         assert app.engine is not None
         await app.engine.decide("t-test", "reject")  # as `shopbot resume t-test reject` would
-        await pilot.press("ctrl+r", "a")
+        await pilot.press("ctrl+r", "a", "enter")
         await settle(pilot)
         assert any("no decision pending" in notice for notice in iter_notices(app, "warning"))
         assert app.chat.pending is None
@@ -273,6 +312,14 @@ async def test_every_option_shows_in_a_small_terminal(
             assert button.region.height == 3
         hint = screen.query_one("#approval-hint").region
         assert dialog.contains_region(hint) and hint.height == 1
+        assert not any(hint.overlaps(button.region) for button in screen.query(Button))
+        # The details scroll above the options: the last check can be brought into view.
+        scroller = screen.query_one("#approval-dialog", VerticalScroll)
+        scroller.scroll_end(animate=False)
+        await pilot.pause()
+        last_check = screen.query_one("#approval-gates").region
+        options = screen.query_one("#approval-options").region
+        assert dialog.contains_region(last_check) and last_check.bottom <= options.y
 
 
 async def test_a_decision_the_command_line_asked_for_opens_when_a_message_is_refused(

@@ -235,5 +235,7 @@ def iter_notices(app: RecordingApp, severity: str) -> Iterator[str]:
 
 @pytest.fixture(autouse=True)
 def instant_approval(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Approval shortcuts work at once in tests (a person gets a short arming delay)."""
+    """Approval shortcuts work at once in tests (a person gets a short arming delay), and
+    Enter confirms a chosen option however soon it comes."""
     monkeypatch.setattr(ApprovalScreen, "ARM_DELAY", 0.0)
+    monkeypatch.setattr(ApprovalScreen, "CONFIRM_GAP", 0.0)

@@ -83,7 +83,7 @@ async def test_write_docs_screenshot(tmp_path: Path) -> None:
         await settle(pilot)
         await send(pilot, "Hi, where is my order ORD-002?")
         await send(pilot, "I want a refund for ORD-005, the speaker crackles at any volume")
-        await pilot.press("a")
+        await pilot.press("a", "enter")
         await settle(pilot)
         box = app.chat.query_one("#message", Input)
         box.value = "Thanks! When will the phone case arrive?"

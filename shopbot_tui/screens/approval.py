@@ -3,6 +3,7 @@ one button (with a single-key shortcut) per option. Its result resumes the graph
 
 from __future__ import annotations
 
+import time
 from typing import Any, ClassVar
 
 from textual import events, on
@@ -107,7 +108,7 @@ class ApprovalScreen(ModalScreen[str | None]):
     CSS_PATH = "approval.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         *(
-            Binding(key, f"decide('{option}')", option_title(option), id=f"approval.{option}")
+            Binding(key, f"choose('{option}')", option_title(option), id=f"approval.{option}")
             for option, key in OPTION_KEYS.items()
         ),
         Binding("escape", "later", "Decide later", id="approval.later"),
@@ -116,7 +117,11 @@ class ApprovalScreen(ModalScreen[str | None]):
     # The modal opens when a reply ends, often while the person is still typing: a stray
     # "a" must not approve a refund. Keys and buttons wake up once no key has been pressed
     # for this many seconds, and a letter that is no option's key puts them back to sleep.
+    # Even then an option's key only chooses its button: Enter (or a click) decides.
     ARM_DELAY: ClassVar[float] = 0.6
+    # Enter this soon after an option's key is the end of a typed word ("… a⏎"), not a
+    # decision: a person looks at the chosen button before confirming it.
+    CONFIRM_GAP: ClassVar[float] = 0.25
 
     def __init__(self, request: ApprovalRequest) -> None:
         super().__init__()
@@ -124,33 +129,46 @@ class ApprovalScreen(ModalScreen[str | None]):
         self.armed = False
         # What was typed while the keys slept: the chat gives it back to the message box.
         self.typed = ""
+        # The option key that chose a button: typed text after all if typing goes on.
+        self._chosen_with = ""
+        self._chosen_at = 0.0
         self._arm_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         request = self.request
-        with Vertical(id="approval-dialog") as dialog:
+        # The dialog scrolls its details under the options, which are docked: in a short
+        # terminal every option and, scrolled to, every check shows.
+        with VerticalScroll(id="approval-dialog") as dialog:
             dialog.border_title = Content(KIND_TITLES.get(request.kind, "Decision needed"))
             dialog.border_subtitle = Content(f"thread {request.thread_id}")
-            with VerticalScroll(id="approval-body"):
+            with Vertical(id="approval-body"):
                 yield Static(Content(visible(headline(request))), id="approval-message")
                 yield Static(self._facts_content(), id="approval-facts")
                 yield Static(Content("Checks that led here"), classes="section-title")
                 yield Static(self._gates_content(), id="approval-gates")
-            with Horizontal(id="approval-options"):
-                for option in request.options:
-                    yield Button(
-                        self._button_label(option),
-                        name=option,
-                        id=f"option-{option}",
-                        variant=OPTION_VARIANTS.get(option, "default"),  # type: ignore[arg-type]
-                        disabled=True,
-                    )
-            yield Static(
-                Content.assemble(
-                    ("esc", "bold"), " decide later · ", ("ctrl+r", "bold"), " reopens this"
-                ),
-                id="approval-hint",
-            )
+            with Vertical(id="approval-footer"):
+                with Horizontal(id="approval-options"):
+                    for option in request.options:
+                        yield Button(
+                            self._button_label(option),
+                            name=option,
+                            id=f"option-{option}",
+                            variant=OPTION_VARIANTS.get(option, "default"),  # type: ignore[arg-type]
+                            disabled=True,
+                        )
+                yield Static(
+                    Content.assemble(
+                        ("key", "bold"),
+                        " chooses · ",
+                        ("enter", "bold"),
+                        " decides · ",
+                        ("esc", "bold"),
+                        " later · ",
+                        ("ctrl+r", "bold"),
+                        " reopens",
+                    ),
+                    id="approval-hint",
+                )
         yield Footer()
 
     def _facts_content(self) -> Content:
@@ -190,7 +208,7 @@ class ApprovalScreen(ModalScreen[str | None]):
             describe(self.request), title="Decision needed", severity="warning", markup=False
         )
         # The details have the focus, not a button: Enter alone decides nothing.
-        self.query_one("#approval-body").focus()
+        self.query_one("#approval-dialog").focus()
         self._sleep()
 
     def _sleep(self) -> None:
@@ -210,6 +228,9 @@ class ApprovalScreen(ModalScreen[str | None]):
 
     def _set_armed(self, armed: bool) -> None:
         self.armed = armed
+        self._chosen_with = ""
+        if not armed:
+            self.query_one("#approval-dialog").focus()  # nothing stays chosen
         for button in self.query("#approval-options Button").results(Button):
             button.disabled = not armed
         self.refresh_bindings()
@@ -219,27 +240,45 @@ class ApprovalScreen(ModalScreen[str | None]):
 
         Seen here before the bindings are: the app checks them only once the key has bubbled
         past the screen."""
-        option_key = event.character in self._option_keys
-        if event.key == "escape" or (self.armed and (option_key or not event.is_printable)):
-            return
+        if event.is_printable:
+            if self.armed and event.character in self._option_keys:
+                return  # chooses its button (a binding)
+        elif event.key not in ("enter", "backspace") or (self.armed and not self._hasty(event)):
+            return  # scrolling, tab, esc, a considered enter: never typing
         event.stop()
         event.prevent_default()
+        self.typed += self._chosen_with
         if event.key == "backspace":
             self.typed = self.typed[:-1]
         elif event.is_printable and event.character:
             self.typed += event.character
         self._sleep()
 
+    def _hasty(self, event: events.Key) -> bool:
+        """Enter right after the key that chose a button: still typing."""
+        return (
+            event.key == "enter"
+            and bool(self._chosen_with)
+            and time.monotonic() - self._chosen_at < self.CONFIRM_GAP
+        )
+
     @property
     def _option_keys(self) -> set[str]:
         return {OPTION_KEYS[o] for o in self.request.options if o in OPTION_KEYS}
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "decide":
+        if action in ("choose", "decide"):
             if not parameters or parameters[0] not in self.request.options:
                 return False
             return True if self.armed else None
         return True
+
+    def action_choose(self, option: str) -> None:
+        """An option's key gives its button the focus; Enter on it decides."""
+        if self.armed and option in self.request.options:
+            self._chosen_with += OPTION_KEYS.get(option, "")
+            self._chosen_at = time.monotonic()
+            self.query_one(f"#option-{option}", Button).focus()
 
     def action_decide(self, option: str) -> None:
         if self.armed and option in self.request.options:
