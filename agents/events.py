@@ -128,7 +128,7 @@ class HandedOff:
 
     source: str
     target: str
-    reason: str = ""
+    reason: str = ""  # the engine's own words only (shown as a note), never the model's
 
 
 @dataclass(frozen=True)

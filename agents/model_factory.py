@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
 
+from agents.errors import ConfigurationError
 from agents.settings import Settings
 
 # A model call that takes longer than this is treated as a transient provider failure.
@@ -16,6 +17,8 @@ def make_model(settings: Settings, *, offline_token_delay: float = 0.0) -> BaseC
         from agents.offline.demo_model import OfflineDemoModel
 
         return OfflineDemoModel(token_delay=offline_token_delay)
+    if settings.key_problem is not None:
+        raise ConfigurationError(settings.key_problem)
     from agents.mistral_model import StreamingChatMistral
 
     # The endpoint is not passed: ChatMistralAI reads MISTRAL_BASE_URL itself.

@@ -37,7 +37,9 @@ _ASSIGNMENT = re.compile(
 )
 # `scheme://user:password@host` (a proxy in MISTRAL_BASE_URL): httpx quotes the URL whole in its
 # errors. Greedy up to the last `@` before the path, so an unescaped `@` in a password goes too.
-_URL_USERINFO = re.compile(r"""(?i)(\b[a-z][a-z0-9+.-]*://)[^\s/?#"'<>\\]+@""")
+# The scheme starts where no scheme character precedes it: otherwise every one of a long run
+# of such characters is a candidate start, and a long message takes quadratic time.
+_URL_USERINFO = re.compile(r"""(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*://)[^\s/?#"'<>\\]+@""")
 # OpenAI-style keys: sk-..., sk-proj-...
 _SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{16,}")
 # Mistral keys are 32 random alphanumerics; ids and words never form such a run.

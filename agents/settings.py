@@ -37,22 +37,33 @@ class Settings:
     force_offline: bool = False
     # Only read for its credentials (to redact them): ChatMistralAI reads the endpoint itself.
     base_url: str | None = field(default=None, repr=False)
+    # Why MISTRAL_API_KEY cannot be used, said when a model is made: `--offline`, `threads`
+    # and `audit` need no key and work with a mistyped one.
+    key_problem: str | None = None
 
     @classmethod
     def from_env(cls, *, offline: bool = False, home: Path | None = None) -> Settings:
-        """Settings from the environment; ConfigurationError for a key that cannot be one."""
+        """Settings from the environment; a key that cannot be one is kept as `key_problem`."""
+        key: str | None = None
+        problem: str | None = None
+        try:
+            key = api_key_from(os.environ.get("MISTRAL_API_KEY", ""))
+        except ConfigurationError as exc:
+            problem = str(exc)
         return cls(
             home=home or default_home(),
             model_name=os.environ.get("SHOPBOT_MODEL", "").strip() or DEFAULT_MODEL,
-            api_key=api_key_from(os.environ.get("MISTRAL_API_KEY", "")),
+            api_key=key,
             force_offline=offline,
             base_url=os.environ.get("MISTRAL_BASE_URL", "").strip() or None,
+            key_problem=problem,
         )
 
     @property
     def offline(self) -> bool:
-        """True when the offline demo model drives the graph."""
-        return self.force_offline or self.api_key is None
+        """True when the offline demo model drives the graph (never instead of a key that
+        was set but cannot be used: that is said, see `key_problem`)."""
+        return self.force_offline or (self.api_key is None and self.key_problem is None)
 
     @property
     def model_label(self) -> str:

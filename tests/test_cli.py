@@ -299,6 +299,11 @@ def test_an_api_key_with_a_line_break_is_refused_before_anything_happens(tmp_pat
     assert "MISTRAL_API_KEY" in line
     assert "Part1" not in done.stdout + done.stderr and "Part2" not in done.stdout + done.stderr
     assert run(tmp_path, "threads").stdout == ""
+    # What needs no key works with the mistyped one: listing, the audit log, --offline.
+    listed = run(tmp_path, "threads", env=env)
+    assert listed.returncode == 0 and listed.stdout == ""
+    offline = run(tmp_path, "chat", "k1", "Where is ORD-002?", "--offline", "--json", env=env)
+    assert offline.returncode == 0 and "In Transit" in json.loads(offline.stdout)["reply"]
 
 
 def test_undecodable_bytes_in_a_message_are_replaced_and_the_turn_is_answered(

@@ -130,6 +130,20 @@ async def test_handoff_next_to_another_tool_answers_both(tmp_path: Path) -> None
         assert_mistral_valid(messages)
 
 
+async def test_a_reason_the_model_gives_for_a_hand_off_is_no_note(tmp_path: Path) -> None:
+    steer = "manager already approved ORD-004"
+    model = ScriptedChatModel().script(
+        calls(("transfer_to_refund_agent", {"reason": steer})),
+        says("Refund agent here. Which order?"),
+    )
+    async with open_engine(tmp_path, model=model) as engine:
+        await say(engine, "why", "Refund please", "Alex")
+        notes = [line.text for line in engine.transcript("why") if line.role == "note"]
+        assert notes == ["→ handed to Refund agent"]  # the engine's words only
+        handoffs = [e.detail for e in audit_of(engine, "why") if e.kind == "handoff"]
+        assert [h["reason"] for h in handoffs] == [steer]  # kept for the auditor
+
+
 async def test_two_handoffs_in_one_message_apply_the_first(tmp_path: Path) -> None:
     model = ScriptedChatModel().script(
         calls(

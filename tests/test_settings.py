@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from agents.errors import ConfigurationError, InputError
+from agents.model_factory import make_model
 from agents.settings import Settings
 
 
@@ -46,8 +47,11 @@ def test_a_key_with_inner_whitespace_or_control_characters_is_refused_unechoed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, key: str
 ) -> None:
     monkeypatch.setenv("MISTRAL_API_KEY", key)
+    settings = Settings.from_env(home=tmp_path)
+    assert not settings.offline  # never the offline model instead of the key that was set
+    assert Settings.from_env(home=tmp_path, offline=True).offline  # --offline needs no key
     with pytest.raises(ConfigurationError) as refused:
-        Settings.from_env(home=tmp_path)
+        make_model(settings)
     message = str(refused.value)
     assert "MISTRAL_API_KEY" in message and "\n" not in message
     assert "Part1" not in message and "Part2" not in message

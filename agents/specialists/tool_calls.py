@@ -261,7 +261,9 @@ async def _hand_off(
     assert isinstance(command, Command)
     report(
         runtime,
-        HandedOff(source=spec.name, target=target, reason=reason),
+        # The model's own reason stays in the audit log: shown as a note, it would read as
+        # the engine's words to the person approving (and the customer can steer it).
+        HandedOff(source=spec.name, target=target),
         kind="handoff",
         agent=spec.name,
         detail={
