@@ -208,11 +208,11 @@ class ShopBotEngine:
                 )
             self.threads.ensure(thread_id, customer=customer)
             self.threads.update(thread_id, title=message, count_turn=True, status="answering")
-            self.threads.append_line(thread_id, "customer", message)
+            said = self.threads.append_line(thread_id, "customer", message)
             self._recorder.append(
                 "turn_started", thread_id=thread_id, detail={"chars": len(message)}
             )
-            graph_input = {"messages": [HumanMessage(content=message)], "handoffs": 0}
+            graph_input = {"messages": [customer_message(said)], "handoffs": 0}
             async for event in self._drive(graph_input, thread_id, customer, agent):
                 yield event
 
@@ -271,20 +271,25 @@ class ShopBotEngine:
             # were saved, and a hand-off among them ends the history on a tool answer; or,
             # killed before its run saved anything, the model never got its message.
             lost = self._lost_message(thread_id, state)
-            then = [HumanMessage(content=lost), AIMessage(content=TURN_CUT_NOTE)] if lost else []
+            then = [customer_message(lost), AIMessage(content=TURN_CUT_NOTE)] if lost else []
             await self._mend_tail(thread_id, state, TURN_CUT_NOTE, then=then)
             if lost:
                 self.threads.append_line(thread_id, "note", TURN_CUT_NOTE)
         return active_in(state), pending
 
-    def _lost_message(self, thread_id: str, state: Any) -> str | None:
+    def _lost_message(self, thread_id: str, state: Any) -> ChatLine | None:
         """The customer's last message, when the stored conversation does not have it (a run
         saves when it stops; a process killed mid-run saved nothing)."""
-        said = [line for line in self.threads.lines(thread_id, limit=20) if line.role == "customer"]
-        if not said:
+        said = self.threads.last_line(thread_id, "customer")
+        if said is None:
             return None
         stored = [m for m in state.values.get("messages", []) if isinstance(m, HumanMessage)]
-        return None if stored and stored[-1].text == said[-1].text else said[-1].text
+        if not stored:
+            return said
+        last = stored[-1]
+        if (last.id or "").startswith(CUSTOMER_LINE_PREFIX):
+            return None if last.id == customer_message(said).id else said
+        return None if last.text == said.text else said  # stored before messages had line ids
 
     def _pending(self, thread_id: str, state: Any) -> ApprovalRequest | None:
         """The decision the thread waits for. A refund the ledger already holds (paid by a
@@ -513,6 +518,15 @@ class ShopBotEngine:
                 self.threads.append_line(thread_id, "assistant", event.text, agent=event.agent)
         elif (line := note_for(event)) is not None:
             self.threads.append_line(thread_id, "note", line)
+
+
+CUSTOMER_LINE_PREFIX = "customer-line-"
+
+
+def customer_message(line: ChatLine) -> HumanMessage:
+    """A customer's message for the graph, named after its transcript line: whether the
+    conversation has it is then a question of ids, not of text (which may repeat)."""
+    return HumanMessage(content=line.text, id=f"{CUSTOMER_LINE_PREFIX}{line.id}")
 
 
 def turn_failure_text(exc: Exception) -> str:

@@ -243,10 +243,17 @@ class ThreadRegistry(SqliteStore):
                 " ORDER BY id",
                 (thread_id, -1 if limit is None else max(limit, 0)),
             ).fetchall()
-        return [
-            ChatLine(r["id"], r["thread_id"], r["ts"], r["role"], r["text"], r["agent"])
-            for r in rows
-        ]
+        return [_line(r) for r in rows]
+
+    def last_line(self, thread_id: str, role: Role) -> ChatLine | None:
+        """The newest line of `role` in the transcript, however long ago it was written."""
+        validate_thread_id(thread_id)
+        with self._lock:
+            r = self._conn.execute(
+                "SELECT * FROM lines WHERE thread_id = ? AND role = ? ORDER BY id DESC LIMIT 1",
+                (thread_id, role),
+            ).fetchone()
+        return _line(r) if r else None
 
     def claim_turn(self, thread_id: str, owner: str) -> bool:
         """Take the thread's turn lease for `owner`; False when another live process holds it.
@@ -286,6 +293,10 @@ class ThreadRegistry(SqliteStore):
             conn.execute(
                 "DELETE FROM turn_leases WHERE thread_id = ? AND owner = ?", (thread_id, owner)
             )
+
+
+def _line(r: sqlite3.Row) -> ChatLine:
+    return ChatLine(r["id"], r["thread_id"], r["ts"], r["role"], r["text"], r["agent"])
 
 
 def _info(row: sqlite3.Row) -> ThreadInfo:

@@ -528,6 +528,19 @@ async def test_a_message_whose_process_died_mid_turn_still_reaches_the_model(
         assert lines[-4:-2] == [("customer", lost), ("note", TURN_CUT_NOTE)]
         assert_mistral_valid(await history(engine, "k"))
 
+        # Killed again on the very words of the message before (and after many notes): the
+        # conversation holds those words already, not this message.
+        engine.threads.update("k", count_turn=True, status="answering")
+        engine.threads.append_line("k", "customer", "any news on it?")
+        for n in range(30):
+            engine.threads.append_line("k", "note", f"provider busy, retrying ({n})")
+        model.sent.clear()
+        await say(engine, "k", "hello?", "Sam")
+        texts = [m.text for m in model.sent[0]]
+        assert texts[-3:] == ["any news on it?", TURN_CUT_NOTE, "hello?"]
+        assert texts.count("any news on it?") == 2
+        assert_mistral_valid(await history(engine, "k"))
+
 
 async def test_a_pending_refund_that_was_paid_says_so(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
