@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 
 from agents.audit_log import AuditLog, AuditQuery
 from agents.shop_data import RefundRecord, ShopData
+from agents.sqlite_store import utc_timestamp
 
 log = logging.getLogger(__name__)
 
 RESTORED_REASON = "(restored from the audit log)"
+# The paying process writes the refund's audit event right after the ledger row (within the
+# audit store's busy wait, 10 s): younger rows may be in flight, not missing.
+SETTLED_AFTER_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -44,10 +49,19 @@ def _logged_refunds(audit: AuditLog) -> dict[str, RefundRecord]:
     return found
 
 
-def reconcile_refunds(shop: ShopData, audit: AuditLog) -> Reconciled:
+def reconcile_refunds(
+    shop: ShopData, audit: AuditLog, *, settled_after: float = SETTLED_AFTER_S
+) -> Reconciled:
+    """Put the two records in step; refunds paid in the last `settled_after` seconds are left
+    to the process that paid them, whose audit event may be on its way."""
     paid = {record.order_id: record for record in shop.refunds()}
     logged = _logged_refunds(audit)
-    late = [record for order_id, record in paid.items() if order_id not in logged]
+    settled = utc_timestamp(datetime.now(UTC) - timedelta(seconds=settled_after))
+    late = [
+        record
+        for order_id, record in paid.items()
+        if order_id not in logged and record.created_at <= settled
+    ]
     for record in late:
         audit.append(
             "refund_processed",
