@@ -25,7 +25,7 @@ from langgraph.types import Command
 from agents.audit_log import AuditLog
 from agents.audit_writer import AuditWriter
 from agents.context import RetryBudget, ShopContext
-from agents.errors import InputError
+from agents.errors import DecisionPending, InputError
 from agents.events import (
     AgentChanged,
     ApprovalDecided,
@@ -201,10 +201,11 @@ class ShopBotEngine:
             agent, pending = await self._where_it_stands(thread_id)
             if pending is not None:
                 what = pending.kind.replace("_", " ")
-                raise InputError(
+                raise DecisionPending(
                     f"Thread {thread_id} is waiting for a decision ({what}: "
                     f"{', '.join(pending.options)}). Answer it first, e.g. "
-                    f"`shopbot resume {thread_id} {pending.options[0]}`; nothing was sent."
+                    f"`shopbot resume {thread_id} {pending.options[0]}`; nothing was sent.",
+                    pending,
                 )
             self.threads.ensure(thread_id, customer=customer)
             self.threads.update(thread_id, title=message, count_turn=True, status="answering")

@@ -7,7 +7,7 @@ handlers decide what to show. Kept free of Textual widgets so it reads (and test
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 from textual.message import Message
 
@@ -116,12 +116,11 @@ async def drive_turn(
     input_error: type[Exception],
     text: str = "",
     decision: str | None = None,
-    waiting_for: Callable[[], Awaitable[ApprovalRequest | None]] | None = None,
 ) -> None:
     """Run `events()` to its end, posting what happens; `input_error` is the facade's
-    `InputError` (passed in: this module must not import the facade). A refused message
-    also reports what `waiting_for()` says the thread waits for: another front (`shopbot
-    chat`) may have paused it for a decision that this one has not seen."""
+    `InputError` (passed in: this module must not import the facade). A message refused
+    because the thread waits for a decision reports that decision (the refusal's `request`):
+    another front (`shopbot chat`) may have asked it, unseen here."""
     result: TurnResult | None = None
     tokens = TokenBatch(post, thread_id)
     stream = events()
@@ -129,9 +128,8 @@ async def drive_turn(
         try:
             first = await anext(stream)
         except input_error as exc:
-            pending = None
-            if waiting_for is not None and decision is None:
-                pending = await _asked(waiting_for)
+            request = getattr(exc, "request", None)
+            pending = request if isinstance(request, ApprovalRequest) else None
             post(
                 TurnRefused(
                     thread_id, text=text, reason=str(exc), decision=decision, pending=pending
@@ -162,12 +160,3 @@ async def drive_turn(
         if (aclose := getattr(stream, "aclose", None)) is not None:
             await aclose()
     post(TurnEnded(thread_id, result=result))
-
-
-async def _asked(
-    waiting_for: Callable[[], Awaitable[ApprovalRequest | None]],
-) -> ApprovalRequest | None:
-    try:
-        return await waiting_for()
-    except Exception:  # unreadable now: the refusal's own reason still says what to do
-        return None

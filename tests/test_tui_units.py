@@ -10,6 +10,7 @@ from datetime import datetime
 import pytest
 from textual.message import Message
 
+from agents.errors import DecisionPending, InputError
 from agents.events import (
     AgentChanged,
     ApprovalRequest,
@@ -107,6 +108,20 @@ async def test_drive_turn_refused_posts_only_the_refusal() -> None:
 
     await drive_turn(posted.append, "t", events, input_error=Refused, text=" ")
     assert posted == [TurnRefused("t", text=" ", reason="The message is empty.")]
+
+
+async def test_drive_turn_refused_for_a_decision_reports_that_decision() -> None:
+    posted: list[Message] = []
+    request = ApprovalRequest("t", "refund_approval", ("approve", "reject", "escalate"))
+
+    async def events() -> AsyncIterator[EngineEvent]:
+        raise DecisionPending("Thread t is waiting for a decision.", request)
+        yield  # pragma: no cover
+
+    await drive_turn(posted.append, "t", events, input_error=InputError, text="hi")
+    [refused] = posted
+    assert isinstance(refused, TurnRefused) and refused.pending == request
+    assert refused.reason == "Thread t is waiting for a decision."
 
 
 async def test_drive_turn_ends_after_the_stream_and_notes_a_pending_decision() -> None:

@@ -329,8 +329,6 @@ class ChatScreen(Screen[None]):
         """Start the one turn worker of `thread_id`."""
         from agents.facade import InputError  # loaded by now: the engine is running
 
-        engine = self.engine
-        assert engine is not None
         self._turn_started(thread_id)
         self.run_worker(
             drive_turn(
@@ -340,7 +338,6 @@ class ChatScreen(Screen[None]):
                 input_error=InputError,
                 text=text,
                 decision=decision,
-                waiting_for=lambda: engine.pending_approval(thread_id),
             ),
             name=f"turn {thread_id}",
             group=f"turn:{thread_id}",
