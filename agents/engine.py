@@ -412,7 +412,10 @@ class ShopBotEngine:
                 yield event
         except Exception as exc:
             log.exception("turn failed on thread %s", thread_id)
-            failure = TurnFailed(kind="internal", message=turn_failure_text(exc))
+            failure = TurnFailed(
+                kind="storage" if isinstance(exc, sqlite3.DatabaseError) else "internal",
+                message=turn_failure_text(exc),
+            )
         if failure is not None:
             self._note(thread_id, failure)
             yield failure
@@ -486,6 +489,7 @@ class ShopBotEngine:
             active_agent=agent,
             pending=pending,
             error=failure.message if failure else None,
+            failed=failure.kind if failure else None,
         )
 
     async def _mend_tail(

@@ -70,6 +70,8 @@ class TurnResult:
     active_agent: str
     pending: ApprovalRequest | None = None
     error: str | None = None
+    # What failed, when the turn did: "provider", "storage" or "internal" (not in the JSON).
+    failed: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The `--json` object of `shopbot chat` and `shopbot resume`."""
@@ -206,7 +208,7 @@ class ReplyDone:
 class TurnFailed:
     """The turn could not finish; the conversation is intact and usable."""
 
-    kind: Literal["provider", "internal"]
+    kind: Literal["provider", "storage", "internal"]
     message: str
 
 

@@ -113,7 +113,8 @@ def _print_result(result: TurnResult, as_json: bool) -> int:
         print(visible(result.reply))
     if result.status == "error":
         print(f"shopbot: {visible(result.error or '')}", file=sys.stderr)
-        return EXIT_PROVIDER
+        # A locked or damaged store is said like one found at start; 1 is the provider's.
+        return EXIT_USAGE if result.failed == "storage" else EXIT_PROVIDER
     return EXIT_OK
 
 

@@ -70,3 +70,14 @@ def test_read_only_database_is_named_exits_2_and_changes_nothing(
     after = capsys.readouterr().out
     assert after == before
     assert json.loads(after)["turns"] == 1
+
+
+def test_a_store_failing_mid_turn_exits_2_not_as_the_provider(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.test_engine_offline import LockedStoreModel
+
+    monkeypatch.setattr("agents.engine.make_model", lambda *a, **k: LockedStoreModel())
+    assert main(["chat", "lk", "Where is ORD-001?", "--offline"]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith("shopbot: A ShopBot database ") and "your message is saved" in line

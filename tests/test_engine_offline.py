@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import sqlite3
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -596,3 +597,19 @@ async def test_a_long_turn_keeps_renewing_its_lease(
         assert (await turn).result.status == "done"
         assert expires() == 0.0  # released at the end
         assert not engine.threads.renew_turn("long", "someone else")
+
+
+class LockedStoreModel(OfflineDemoModel):
+    """Answers as if a store the turn needs were locked by another program."""
+
+    def answer(self, messages: Any, tools: Any, tool_choice: Any) -> AIMessage:
+        raise sqlite3.OperationalError("database is locked")
+
+
+async def test_a_turn_failing_on_a_store_says_so_and_is_marked_as_storage(tmp_path: Path) -> None:
+    async with open_engine(tmp_path, model=LockedStoreModel()) as engine:
+        turn = await say(engine, "lk", "Where is my order ORD-001?", "Alex")
+        assert turn.result.status == "error" and turn.result.failed == "storage"
+        assert "your message is saved" in (turn.result.error or "")
+        assert "failed" not in turn.result.to_json()  # the JSON contract is unchanged
+        assert engine.transcript("lk")[0].text == "Where is my order ORD-001?"
