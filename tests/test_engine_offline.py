@@ -553,9 +553,12 @@ async def test_a_pending_refund_that_was_paid_says_so(tmp_path: Path) -> None:
         pending = await engine.pending_approval("pp")
         assert pending is not None
         assert pending.payload["already_refunded"] == paid.record.reference
-        done = await decide(engine, "pp", "reject")
+        done = await decide(engine, "pp", "escalate")
         assert paid.record.reference in done.result.reply
-        assert engine.shop.refunds() == [paid.record]  # a later "reject" undoes nothing
+        assert "Tell the customer" not in done.result.reply  # words for the model only
+        assert engine.shop.refunds() == [paid.record]  # a later answer undoes nothing
+        kinds_now = kinds(audit_of(engine, "pp"))
+        assert "approval_decided" in kinds_now and "escalated" not in kinds_now
 
 
 async def test_a_provider_that_trickles_its_answer_fails_the_turn_at_the_deadline(

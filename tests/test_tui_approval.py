@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from textual import events
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import Button, Input
@@ -241,6 +242,20 @@ async def test_a_word_after_a_pause_that_starts_with_an_option_key_decides_nothi
         await pilot.press("e", "r", "r", "o", "r")  # option keys first, one after another
         await pilot.pause()
         assert app.screen is screen and screen.typed == "an errorerror"
+        assert "approval_decided" not in audit_kinds(app, "t-test")
+
+
+@pytest.mark.usefixtures("arming_by_hand")
+async def test_a_burst_of_keys_or_a_paste_into_the_dialog_is_kept_as_text(tmp_path: Path) -> None:
+    async with refund_dialog(tmp_path) as (app, pilot, screen):
+        screen.arm()
+        await pilot.press("a", "l", "l", "space")  # "all " arriving together
+        screen.post_message(events.Paste("good,\nthanks"))
+        await pilot.pause()
+        assert app.screen is screen and screen.typed == "all good, thanks"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.chat.query_one("#message", Input).value == "all good, thanks"
         assert "approval_decided" not in audit_kinds(app, "t-test")
 
 

@@ -132,6 +132,35 @@ async def test_a_thread_opened_again_mid_reply_shows_that_reply_from_its_start(
         assert transcript_on_screen(app) == [(line.role, line.text) for line in stored]
 
 
+async def test_a_thread_opened_again_while_its_approved_refund_is_answered_asks_nothing(
+    tmp_path: Path,
+) -> None:
+    model = GatedModel(pause_mid_reply=True)
+    model.open()
+    app = make_app(tmp_path, thread_id="t-one", customer="Sam", model=model)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "I want a refund for ORD-005, the speaker crackles")
+        assert isinstance(app.screen, ApprovalScreen)
+        model.pause_next_reply()  # the reply after the approval stops after its first piece
+        await pilot.press("a", "enter")
+        await wait_until(pilot, lambda: any("refund paid" in n for n in notes(app)), "payment")
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: app.chat.thread_id != "t-one", "another thread")
+        await wait_until(pilot, lambda: app.chat._thread_ready, "the other thread")
+        await app.chat.open_thread("t-one", "Sam")
+        await wait_until(pilot, lambda: app.chat._thread_ready, "t-one again")
+        await pilot.pause()
+        # Its stored state still shows the answered question (saved when the run stops):
+        # not asked again.
+        assert isinstance(app.screen, ChatScreen) and app.chat.pending is None
+        model.resume()
+        await wait_until(pilot, lambda: "t-one" not in app.chat.busy, "the turn to end")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen) and app.chat.pending is None
+        assert "approved and processed" in replies(app)[-1]
+
+
 async def test_a_turn_that_pauses_for_approval_while_its_thread_loads_is_shown_pending(
     tmp_path: Path,
 ) -> None:

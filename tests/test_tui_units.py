@@ -173,6 +173,9 @@ def test_approval_wording() -> None:
     assert money("1234.5") == "$1,234.50"
     assert money("n/a") == "n/a"
     paid = replace(refund, payload={**refund.payload, "already_refunded": "REF-ORD-001-ABC123"})
+    assert describe(paid) == (
+        "Refund of ORD-001 ($89.99) for Alex was already paid: answer it to close the request."
+    )
     assert headline(paid) == (
         "Refund of ORD-001 for $89.99: already paid (REF-ORD-001-ABC123); "
         "any decision only closes this request"

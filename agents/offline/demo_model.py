@@ -272,6 +272,11 @@ class OfflineDemoModel(LocalChatModel):
 
     @staticmethod
     def _refund_outcome(content: str) -> str:
+        if paid := re.search(r"already been refunded \(reference (\S+?)\)", content):
+            return (
+                f"Good news: this order has already been refunded (reference "
+                f"**{paid.group(1)}**); nothing more is needed from you."
+            )
         if ref := re.search(r"Reference: (\S+?)\.", content):
             amount = re.search(r"(\$[\d.,]+) will be returned", content)
             back = f" {amount.group(1)} will be back" if amount else " The money will be back"

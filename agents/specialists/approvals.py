@@ -78,7 +78,8 @@ def _record_decision(
 ) -> None:
     detail = {"kind": payload["kind"], "decision": decision, "order_id": payload.get("order_id")}
     report(runtime, kind="approval_decided", agent=spec.name, detail={**detail, **facts})
-    if decision.startswith("escalate"):
+    # A refund already paid has nothing left to escalate: the answer only closes the request.
+    if decision.startswith("escalate") and "already_refunded" not in facts:
         reason = f"{payload['kind'].replace('_', ' ')}: escalated by the reviewer"
         report(
             runtime,

@@ -16,6 +16,7 @@ from textual.timer import Timer
 from textual.widgets import Button, Footer, Static
 
 from agents.facade import ApprovalRequest, visible
+from shopbot_tui.widgets.message_box import one_line
 
 # One key per option, shown on its button. Refund: approve / reject / escalate.
 # Complaint review: escalate_to_senior / provide_compensation / close_ticket.
@@ -59,10 +60,12 @@ def describe(request: ApprovalRequest) -> str:
     payload = request.payload
     if request.kind == "refund_approval":
         who = f" for {payload['customer']}" if payload.get("customer") else ""
-        return (
-            f"Refund of {payload.get('order_id', '?')} "
-            f"({money(payload.get('amount', '?'))}){who} needs your decision."
+        asked = (
+            f"Refund of {payload.get('order_id', '?')} ({money(payload.get('amount', '?'))}){who}"
         )
+        if payload.get("already_refunded"):
+            return f"{asked} was already paid: answer it to close the request."
+        return f"{asked} needs your decision."
     sentiment = payload.get("sentiment", "unknown")
     return f"A complaint ({sentiment}) needs your review."
 
@@ -241,8 +244,13 @@ class ApprovalScreen(ModalScreen[str | None]):
         Seen here before the bindings are: the app checks them only once the key has bubbled
         past the screen."""
         if event.is_printable:
-            if self.armed and event.character in self._option_keys:
-                return  # chooses its button (a binding)
+            if self.armed and (option := self._option_for(event.character)) is not None:
+                # Chosen here, not by the binding: that runs once the key has bubbled up to
+                # the app, after the next key of a burst may have put the keys to sleep.
+                event.stop()
+                event.prevent_default()
+                self.action_choose(option)
+                return
         elif event.key not in ("enter", "backspace") or (self.armed and not self._hasty(event)):
             return  # scrolling, tab, esc, a considered enter: never typing
         event.stop()
@@ -262,9 +270,15 @@ class ApprovalScreen(ModalScreen[str | None]):
             and time.monotonic() - self._chosen_at < self.CONFIRM_GAP
         )
 
-    @property
-    def _option_keys(self) -> set[str]:
-        return {OPTION_KEYS[o] for o in self.request.options if o in OPTION_KEYS}
+    def _option_for(self, character: str | None) -> str | None:
+        return next((o for o in self.request.options if OPTION_KEYS.get(o) == character), None)
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste into the dialog is text for the message box, like typing, never a choice."""
+        event.stop()
+        self.typed += self._chosen_with + one_line(event.text)
+        self._chosen_with = ""
+        self._sleep()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("choose", "decide"):

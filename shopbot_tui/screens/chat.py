@@ -245,16 +245,20 @@ class ChatScreen(Screen[None]):
         self.chat_log.scroll_end(animate=False, immediate=True)
         replies = [line.text for line in message.lines if line.role == "assistant"]
         self.last_reply = replies[-1] if replies else ""
-        self.pending = message.pending
-        if message.pending is not None:
+        # While a turn of this app runs on the thread, its stored state lags behind (it is
+        # saved when the run stops): a decision read there was already given. The running
+        # turn announces any new one itself.
+        pending = None if self.thread_id in self.busy else message.pending
+        self.pending = pending
+        if pending is not None:
             step = "waiting_for_approval"
         else:
             step = "answering" if self.thread_id in self.busy else "idle"
         self.panel.show_agent(message.agent, step_text(step))
         self._thread_ready = True
         self._sync_bindings()
-        if message.pending is not None:
-            self.show_approval(message.pending)
+        if pending is not None:
+            self.show_approval(pending)
         await self._release_held_live()
 
     def _hold_live(self, message: HeldLive) -> bool:
@@ -539,7 +543,14 @@ class ChatScreen(Screen[None]):
                 self._keep_typed(screen.typed)
             if decision is None:
                 self.notify("The decision is still pending: ctrl+r opens it again.")
-            elif self.engine is not None and request.thread_id not in self.busy:
+            elif request.thread_id in self.busy:
+                self.notify(
+                    f"Not sent: ShopBot is still answering in {request.thread_id}; if the "
+                    "decision is still needed when it stops, ctrl+r opens it again.",
+                    severity="warning",
+                    markup=False,
+                )
+            elif self.engine is not None:
                 engine = self.engine
                 self._run(
                     request.thread_id,
