@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import pytest
 from textual import events
 from textual.color import Color
 from textual.widgets import Input
 
 from agents.context import RetryBudget
+from agents.events import EngineEvent
 from agents.facade import ShopBotEngine
 from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage
@@ -206,6 +211,33 @@ async def test_a_multi_line_paste_is_kept_whole(tmp_path: Path) -> None:
         assert app.engine is not None
         said = [line.text for line in app.engine.transcript("t-test") if line.role == "customer"]
         assert said == ["OK Hello, I need help with ORD-003. It was due last week. Where is it?"]
+
+
+async def test_typing_on_right_after_enter_keeps_only_the_new_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        engine = app.engine
+        assert engine is not None
+        accept = asyncio.Event()
+        answer = engine.run_turn
+
+        async def slow_to_accept(*args: Any, **kwargs: Any) -> AsyncIterator[EngineEvent]:
+            await accept.wait()  # the turn is taken a moment after Enter
+            async for event in answer(*args, **kwargs):
+                yield event
+
+        monkeypatch.setattr(engine, "run_turn", slow_to_accept)
+        await send(pilot, "Where is my order ORD-002?", wait=False)
+        box = app.chat.query_one("#message", Input)
+        box.insert_text_at_cursor("thanks")  # typed before the turn was taken
+        accept.set()
+        await settle(pilot)
+        assert box.value == "thanks"
+        said = [line.text for line in engine.transcript("t-test") if line.role == "customer"]
+        assert said == ["Where is my order ORD-002?"]
 
 
 async def test_loading_state_paints_before_the_engine(tmp_path: Path) -> None:

@@ -375,8 +375,11 @@ class ChatScreen(Screen[None]):
         else:
             self._gates = []
             self.panel.show_gates([])
-            if self.message_input.value == message.text:
-                self.message_input.clear()
+            box = self.message_input
+            if box.value.startswith(message.text):
+                # Sent: out of the box; what was typed since it was sent stays.
+                box.value = box.value[len(message.text) :]
+                box.cursor_position = len(box.value)
             await self._add(CustomerMessage(visible(message.text).strip(), self.customer))
         # A new turn brings the view back to the newest line, and keeps it there.
         self.chat_log.scroll_end(animate=False, immediate=True)
