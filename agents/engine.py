@@ -10,14 +10,13 @@ import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
 import aiosqlite
 import httpx
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
@@ -43,7 +42,6 @@ from agents.events import (
     note_for,
 )
 from agents.graph import build_graph
-from agents.history import repair_tail
 from agents.model_factory import make_model
 from agents.provider import ProviderUnavailable
 from agents.redaction import redact, register_secret
@@ -61,7 +59,14 @@ from agents.thread_registry import (
     ThreadRegistry,
     validate_thread_id,
 )
-from agents.thread_state import active_in, pending_in, unfinished_work
+from agents.thread_state import active_in, pending_in
+from agents.turn_closing import (
+    closing_messages,
+    customer_message,
+    lost_message,
+    turn_failure_text,
+    with_ledger,
+)
 
 log = logging.getLogger("shopbot.engine")
 # A running turn renews its lease this often, well before it would expire.
@@ -271,38 +276,15 @@ class ShopBotEngine:
             # The last turn was cut off (closed, or the process died): its completed steps
             # were saved, and a hand-off among them ends the history on a tool answer; or,
             # killed before its run saved anything, the model never got its message.
-            lost = self._lost_message(thread_id, state)
+            lost = lost_message(self.threads.last_line(thread_id, "customer"), state)
             then = [customer_message(lost), AIMessage(content=TURN_CUT_NOTE)] if lost else []
             await self._mend_tail(thread_id, state, TURN_CUT_NOTE, then=then)
             if lost:
                 self.threads.append_line(thread_id, "note", TURN_CUT_NOTE)
         return active_in(state), pending
 
-    def _lost_message(self, thread_id: str, state: Any) -> ChatLine | None:
-        """The customer's last message, when the stored conversation does not have it (a run
-        saves when it stops; a process killed mid-run saved nothing)."""
-        said = self.threads.last_line(thread_id, "customer")
-        if said is None:
-            return None
-        stored = [m for m in state.values.get("messages", []) if isinstance(m, HumanMessage)]
-        if not stored:
-            return said
-        last = stored[-1]
-        if (last.id or "").startswith(CUSTOMER_LINE_PREFIX):
-            return None if last.id == customer_message(said).id else said
-        return None if last.text == said.text else said  # stored before messages had line ids
-
     def _pending(self, thread_id: str, state: Any) -> ApprovalRequest | None:
-        """The decision the thread waits for. A refund the ledger already holds (paid by a
-        run that stopped before it was saved) says so: nobody should decide on it as if no
-        money had moved."""
-        pending = pending_in(thread_id, state)
-        if pending is None or pending.kind != "refund_approval":
-            return pending
-        paid = self.shop.refund_for(str(pending.payload.get("order_id")))
-        if paid is None:
-            return pending
-        return replace(pending, payload={**pending.payload, "already_refunded": paid.reference})
+        return with_ledger(pending_in(thread_id, state), self.shop)
 
     async def _snapshot(self, thread_id: str) -> Any:
         # With the specialists' own states: an interrupt their state has moved past is stale.
@@ -501,18 +483,12 @@ class ShopBotEngine:
         say_it: bool = False,
         then: Sequence[BaseMessage] = (),
     ) -> None:
-        """Close a turn that did not end normally: the thread no longer points at the node it
-        stopped in, and its history ends so Mistral accepts the next message (unanswered
-        calls refused, no tool answer last). `say_it` ends it on `note` even when the history
-        needed nothing (the graceful reply of a brake)."""
-        carried = unfinished_work(state)
-        repair = [*carried, *repair_tail([*state.values.get("messages", []), *carried], note)]
-        if say_it and not any(isinstance(m, AIMessage) and m.text == note for m in repair):
-            repair.append(AIMessage(content=note))
-        repair.extend(then)
-        if repair or state.next:
+        """Close a turn that did not end normally (see `agents/turn_closing.py`); the thread
+        no longer points at the node it stopped in."""
+        closing = closing_messages(state, note, say_it=say_it, then=then)
+        if closing or state.next:
             await self.graph.aupdate_state(
-                self._config(thread_id), {"messages": repair}, as_node="end_turn"
+                self._config(thread_id), {"messages": closing}, as_node="end_turn"
             )
 
     def _note(self, thread_id: str, event: EngineEvent) -> None:
@@ -523,25 +499,6 @@ class ShopBotEngine:
                 self.threads.append_line(thread_id, "assistant", event.text, agent=event.agent)
         elif (line := note_for(event)) is not None:
             self.threads.append_line(thread_id, "note", line)
-
-
-CUSTOMER_LINE_PREFIX = "customer-line-"
-
-
-def customer_message(line: ChatLine) -> HumanMessage:
-    """A customer's message for the graph, named after its transcript line: whether the
-    conversation has it is then a question of ids, not of text (which may repeat)."""
-    return HumanMessage(content=line.text, id=f"{CUSTOMER_LINE_PREFIX}{line.id}")
-
-
-def turn_failure_text(exc: Exception) -> str:
-    if isinstance(exc, sqlite3.DatabaseError):
-        why = "is locked by another program" if is_busy(exc) else f"could not be used ({exc})"
-        return (
-            f"A ShopBot database {why}; your message is saved. Close other ShopBot windows "
-            "or commands and try again (shopbot.log has the details)."
-        )
-    return f"Something went wrong inside ShopBot ({type(exc).__name__})."
 
 
 async def _outcome(events: AsyncIterator[EngineEvent]) -> TurnResult:

@@ -7,6 +7,7 @@ the escaped forms error texts quote it in) and patterns for credentials we don't
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -48,22 +49,25 @@ _LONG_RUN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]{32,}(?![A-Za-z0-9])")
 
 def register_secret(value: str | None) -> None:
     """Redact `value` everywhere in this process from now on (ignored when too short)."""
-    if value and len(value.strip()) >= MIN_SECRET_LENGTH:
+    if value:
         with _registered_lock:
             _registered.update(_written_forms(value.strip()))
 
 
-def _written_forms(secret: str) -> set[str]:
+@functools.lru_cache(maxsize=64)  # the same few secrets, on every audit event
+def _written_forms(secret: str) -> frozenset[str]:
     # Error texts quote values escaped: httpx's `Illegal header value b'Bearer ab\ncd'`, a
     # repr() in a traceback, JSON in a response body. The plain text would match none of them.
     if len(secret) < MIN_SECRET_LENGTH:
-        return set()
-    return {
-        secret,
-        repr(secret)[1:-1],
-        repr(secret.encode("utf-8", "backslashreplace"))[2:-1],
-        json.dumps(secret)[1:-1],
-    }
+        return frozenset()
+    return frozenset(
+        {
+            secret,
+            repr(secret)[1:-1],
+            repr(secret.encode("utf-8", "backslashreplace"))[2:-1],
+            json.dumps(secret)[1:-1],
+        }
+    )
 
 
 def _looks_like_key(match: re.Match[str]) -> str:

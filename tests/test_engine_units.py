@@ -12,7 +12,6 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agents.context import RetryBudget
-from agents.engine import turn_failure_text
 from agents.history import (
     MALFORMED,
     dialogue_view,
@@ -23,6 +22,7 @@ from agents.history import (
 from agents.provider import describe_failure, retry_delay
 from agents.summary import KEEP_AT_LEAST, SUMMARY_TRIGGER, summary_cut
 from agents.text_safety import MAX_MESSAGE_CHARS, MessageRejected, clean_message, visible
+from agents.turn_closing import turn_failure_text
 
 BUDGET = RetryBudget(attempts=4, base_delay=0.5, max_delay=8.0, max_retry_after=30.0)
 
