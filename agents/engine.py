@@ -117,6 +117,10 @@ class ShopBotEngine:
             raise
         self._owner = f"{os.getpid()}:{id(self)}"
         self.graph = build_graph(self.model, saver)
+        try:
+            await self._close_abandoned_turns()
+        except Exception:  # the next turn on such a thread closes it just as well
+            log.exception("closing turns left by a process that died failed")
 
     async def _open_checkpoints(self) -> AsyncSqliteSaver:
         path = self.settings.checkpoints_path
@@ -155,6 +159,22 @@ class ShopBotEngine:
                 await client.aclose()
             if isinstance(client := getattr(self.model, "client", None), httpx.Client):
                 client.close()
+
+    async def _close_abandoned_turns(self) -> None:
+        """A turn whose process died (killed, a power cut) left its thread "answering": say
+        so in its transcript now, not only when its next message comes (or, if it had reached
+        its question, show it waiting). Turns another live window runs are left alone."""
+        for info in self.threads.answering():
+            if not self.threads.claim_turn(info.thread_id, self._owner):
+                continue
+            try:
+                if self._pending(info.thread_id, await self._snapshot(info.thread_id)):
+                    self.threads.update(info.thread_id, status="awaiting_approval")
+                else:
+                    self.threads.append_line(info.thread_id, "note", TURN_CUT_NOTE)
+                    self.threads.update(info.thread_id, status="error")
+            finally:
+                self.threads.release_turn(info.thread_id, self._owner)
 
     async def __aenter__(self) -> ShopBotEngine:
         await self.start()
@@ -279,7 +299,7 @@ class ShopBotEngine:
             lost = lost_message(self.threads.last_line(thread_id, "customer"), state)
             then = [customer_message(lost), AIMessage(content=TURN_CUT_NOTE)] if lost else []
             await self._mend_tail(thread_id, state, TURN_CUT_NOTE, then=then)
-            if lost:
+            if lost and info.status == "answering":  # (a cut-off turn is noted already)
                 self.threads.append_line(thread_id, "note", TURN_CUT_NOTE)
         return active_in(state), pending
 

@@ -208,6 +208,12 @@ class ThreadRegistry(SqliteStore):
             ).fetchall()
         return [_info(row) for row in rows]
 
+    def answering(self) -> builtins.list[ThreadInfo]:
+        """Threads whose last turn has not ended (running elsewhere, or its process died)."""
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM threads WHERE status = 'answering'").fetchall()
+        return [_info(row) for row in rows]
+
     def append_line(
         self, thread_id: str, role: Role, text: str, agent: str | None = None
     ) -> ChatLine:

@@ -371,6 +371,9 @@ async def test_a_turn_cut_short_by_a_crash_never_drops_the_pending_decision(tmp_
         # As if the process died after the interrupt was saved but before the turn was recorded.
         engine.threads.update("cr", status="answering")
     async with open_engine(tmp_path) as reopened:
+        info = reopened.thread("cr")
+        assert info is not None and info.status == "awaiting_approval"  # shown waiting
+        assert TURN_CUT_NOTE not in [line.text for line in reopened.transcript("cr")]
         with pytest.raises(InputError, match="waiting for a decision"):
             await say(reopened, "cr", "Hello? Is anyone there?", "Sam")
         assert await reopened.pending_approval("cr") is not None
@@ -519,6 +522,13 @@ async def test_a_message_whose_process_died_mid_turn_still_reaches_the_model(
         engine.threads.update("k", title=lost, count_turn=True, status="answering")
         engine.threads.append_line("k", "customer", lost)
     async with open_engine(tmp_path, model=model) as engine:
+        # Said at once, not only when the next message comes.
+        info = engine.thread("k")
+        assert info is not None and info.status == "error"
+        assert [(x.role, x.text) for x in engine.transcript("k")[-2:]] == [
+            ("customer", lost),
+            ("note", TURN_CUT_NOTE),
+        ]
         model.sent.clear()
         turn = await say(engine, "k", "any news on it?", "Sam")
         assert turn.result.status == "done"
