@@ -341,7 +341,9 @@ class ShopBotEngine:
         while True:
             await asyncio.sleep(LEASE_RENEW_EVERY)
             try:
-                self.threads.renew_turn(thread_id, self._owner)
+                if not self.threads.renew_turn(thread_id, self._owner):
+                    # Taken over (this process looked dead: a suspended laptop, say).
+                    log.warning("the turn lease of %s was taken by another window", thread_id)
             except Exception:
                 log.exception("renewing the turn lease of %s failed", thread_id)
 

@@ -239,7 +239,7 @@ EngineEvent = (
 
 
 def _first_sentence(text: str, width: int = 90) -> str:
-    sentence = text.split(". ", maxsplit=1)[0].strip()
+    sentence = " ".join(text.split(". ", maxsplit=1)[0].split())  # one line, whatever it held
     return sentence if len(sentence) <= width else sentence[: width - 1] + "…"
 
 

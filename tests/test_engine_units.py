@@ -12,6 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agents.context import RetryBudget
+from agents.events import ToolCalled, note_for
 from agents.history import (
     MALFORMED,
     dialogue_view,
@@ -208,3 +209,10 @@ def test_a_turn_failing_on_a_database_says_what_to_do(tmp_path: Path) -> None:
     finally:
         other.close()
         holder.close()
+
+
+def test_a_note_is_one_line_whatever_its_detail_held() -> None:
+    event = ToolCalled(
+        "order_agent", "lookup_order", {}, "refused", "not\nthis   order. Ask again."
+    )
+    assert note_for(event) == "lookup_order refused: not this order"
