@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from shopbot_tui.cli import main
+from tests.fakes.failing_models import LockedStoreModel
 from tests.fakes.read_only_sqlite import make_sqlite_read_only
 
 
@@ -75,8 +76,6 @@ def test_read_only_database_is_named_exits_2_and_changes_nothing(
 def test_a_store_failing_mid_turn_exits_2_not_as_the_provider(
     home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.test_engine_offline import LockedStoreModel
-
     monkeypatch.setattr("agents.engine.make_model", lambda *a, **k: LockedStoreModel())
     assert main(["chat", "lk", "Where is ORD-001?", "--offline"]) == 2
     line = one_line(capsys.readouterr().err)

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import sqlite3
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from pydantic import PrivateAttr
+from langchain_core.messages import ToolMessage
 
 from agents import engine as engine_module
 from agents.context import RetryBudget
@@ -38,6 +34,7 @@ from tests.engine_support import (
     say,
     tools_run,
 )
+from tests.fakes.failing_models import FlakyDemoModel, LockedStoreModel
 from tests.test_tui_helpers import GatedModel
 
 
@@ -437,26 +434,6 @@ async def test_a_turn_cut_after_a_hand_off_leaves_a_history_the_provider_accepts
         assert_mistral_valid(stored)
 
 
-class FlakyDemoModel(OfflineDemoModel):
-    """The demo model with a switch that makes the provider answer HTTP 503; it keeps what
-    each call was sent."""
-
-    down: bool = False
-    _sent: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
-
-    @property
-    def sent(self) -> list[list[BaseMessage]]:
-        return self._sent
-
-    def answer(self, messages: Any, tools: Any, tool_choice: Any) -> AIMessage:
-        self._sent.append(list(messages))
-        if self.down:
-            request = httpx.Request("POST", "https://provider.invalid/v1/chat/completions")
-            response = httpx.Response(503, request=request, text="upstream overloaded")
-            raise httpx.HTTPStatusError("503", request=request, response=response)
-        return super().answer(messages, tools, tool_choice)
-
-
 async def test_a_reply_that_fails_after_an_approval_keeps_the_paid_refund(tmp_path: Path) -> None:
     model = FlakyDemoModel()
     async with open_engine(tmp_path, model=model) as engine:
@@ -610,13 +587,6 @@ async def test_a_long_turn_keeps_renewing_its_lease(
         assert (await turn).result.status == "done"
         assert expires() == 0.0  # released at the end
         assert not engine.threads.renew_turn("long", "someone else")
-
-
-class LockedStoreModel(OfflineDemoModel):
-    """Answers as if a store the turn needs were locked by another program."""
-
-    def answer(self, messages: Any, tools: Any, tool_choice: Any) -> AIMessage:
-        raise sqlite3.OperationalError("database is locked")
 
 
 async def test_a_turn_failing_on_a_store_says_so_and_is_marked_as_storage(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage
@@ -28,6 +27,7 @@ from shopbot_tui.app import ShopBotApp
 from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage, SystemNote
+from tests.fakes.failing_models import service_unavailable
 
 SIZE = (120, 40)
 
@@ -222,9 +222,7 @@ class ProviderDownModel(LocalChatModel):
         return "provider-down"
 
     def answer(self, messages: Any, tools: Any, tool_choice: Any) -> AIMessage:
-        request = httpx.Request("POST", "https://provider.invalid/v1/chat/completions")
-        response = httpx.Response(503, request=request, text="upstream overloaded")
-        raise httpx.HTTPStatusError("503 Service Unavailable", request=request, response=response)
+        raise service_unavailable()
 
 
 def iter_notices(app: RecordingApp, severity: str) -> Iterator[str]:
