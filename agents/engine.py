@@ -17,12 +17,12 @@ import aiosqlite
 import httpx
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
 
 from agents.audit_log import AuditLog
 from agents.audit_writer import AuditWriter
+from agents.checkpoints import open_checkpoints
 from agents.context import RetryBudget, ShopContext
 from agents.errors import DecisionPending, InputError
 from agents.events import (
@@ -50,7 +50,6 @@ from agents.replies import LIMIT_REACHED, TURN_CUT_NOTE, TURN_FAILED_NOTE
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.shop_data import ShopData
 from agents.specialists.spec import RECURSION_LIMIT
-from agents.sqlite_store import BUSY_TIMEOUT_MS, StorageError, is_busy, open_database
 from agents.text_safety import MessageRejected, clean_message, person_name
 from agents.thread_registry import (
     LEASE_SECONDS,
@@ -71,6 +70,9 @@ from agents.turn_closing import (
 log = logging.getLogger("shopbot.engine")
 # A running turn renews its lease this often, well before it would expire.
 LEASE_RENEW_EVERY = LEASE_SECONDS / 4
+# Turns between two prunings of a thread's checkpoints: at most this many superseded states
+# (~10 kB each) are kept, and the ~1 ms a pruning costs is not paid on every turn.
+PRUNE_EVERY = 10
 
 
 class ShopBotEngine:
@@ -111,36 +113,16 @@ class ShopBotEngine:
             reconcile_refunds(self.shop, self._audit_log)
             self._recorder = AuditWriter(self._audit_log)
             self.threads = ThreadRegistry(self.settings.threads_path)
-            saver = await self._open_checkpoints()
+            self._connection, self._saver = await open_checkpoints(self.settings.checkpoints_path)
         except BaseException:
             await self.aclose()  # whatever did open is closed again
             raise
         self._owner = f"{os.getpid()}:{id(self)}"
-        self.graph = build_graph(self.model, saver)
+        self.graph = build_graph(self.model, self._saver)
         try:
             await self._close_abandoned_turns()
         except Exception:  # the next turn on such a thread closes it just as well
             log.exception("closing turns left by a process that died failed")
-
-    async def _open_checkpoints(self) -> AsyncSqliteSaver:
-        path = self.settings.checkpoints_path
-        what = "conversation store"
-        # The checks every ShopBot store gets (WAL, busy waits, damaged or locked, said
-        # clearly), run once synchronously before LangGraph's own async connection opens.
-        open_database(path, what=what).close()
-        try:
-            self._connection = await aiosqlite.connect(path, timeout=BUSY_TIMEOUT_MS / 1000)
-            await self._connection.execute("PRAGMA synchronous = NORMAL")
-            saver = AsyncSqliteSaver(self._connection)
-            await saver.setup()
-        except sqlite3.DatabaseError as exc:
-            if is_busy(exc):
-                raise StorageError(
-                    f"The {what} at {path} is locked by another program ({exc}). "
-                    "Close other ShopBot windows or commands and try again."
-                ) from exc
-            raise StorageError(f"The {what} at {path} cannot be used ({exc}).") from exc
-        return saver
 
     async def aclose(self) -> None:
         """Close everything that was opened; one failure does not keep the rest open."""
@@ -480,9 +462,12 @@ class ShopBotEngine:
             status = "awaiting_approval"
         else:
             status = "error" if failure is not None else "done"
-        self.threads.update(
+        info = self.threads.update(
             thread_id, active_agent=agent, status="idle" if status == "done" else status
         )
+        if status == "done" and info.turns % PRUNE_EVERY == 0:
+            # Nothing pending: superseded checkpoints and finished subgraph runs can go.
+            await self._saver.aprune([thread_id], strategy="idle")
         self._recorder.append(
             "turn_finished", thread_id=thread_id, agent=agent, detail={"status": status}
         )

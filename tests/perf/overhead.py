@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.audit_log import AuditQuery
+from agents.engine import PRUNE_EVERY
 from agents.facade import ShopBotEngine
 from agents.settings import Settings
 from tests.perf.common import Progress, Row, TimedDemoModel, spread, temp_home
@@ -242,14 +243,17 @@ ALL_FILES = ("checkpoints.sqlite", "audit.sqlite", "threads.sqlite", "shop.sqlit
 
 
 async def measure_growth(quick: bool, progress: Progress) -> tuple[list[Row], dict[str, Any]]:
-    """Average growth per turn over an 8-turn window around turn 10 and one ending at turn
-    200 (turn 30 in quick mode).
+    """Average growth per turn over the first ten turns and the last ten (to turn 200, or 30
+    in quick mode).
 
-    Eight turns span one summarisation cycle (4 messages a turn, summarised past 40), so a
-    window average is not skewed by whether it happens to contain the summary turn.
+    Ten turns are one pruning cycle (`PRUNE_EVERY`): each window ends on the turn that drops
+    the thread's superseded checkpoints, so both see the same mix of growth and reuse.
     """
     turns = QUICK_TURNS if quick else FULL_TURNS
-    windows = {"early": ("turn 10", 6, 13), "late": (f"turn {turns}", turns - 7, turns)}
+    windows = {
+        "early": ("turn 10", 1, PRUNE_EVERY),
+        "late": (f"turn {turns}", turns - PRUNE_EVERY + 1, turns),
+    }
     measure_after = {w[1] - 1 for w in windows.values()} | {w[2] for w in windows.values()}
     sizes: dict[int, dict[str, int]] = {}
     summaries = 0
@@ -257,8 +261,9 @@ async def measure_growth(quick: bool, progress: Progress) -> tuple[list[Row], di
     with temp_home("growth") as home:
         model = TimedDemoModel()
         async with _engine(home, model) as engine:
-            for turn in range(1, turns + 1):
-                await timed_turn(engine, model, "long", turn)
+            for turn in range(turns + 1):
+                if turn:
+                    await timed_turn(engine, model, "long", turn)
                 if turn in measure_after:
                     sizes[turn] = {
                         "checkpoint_file": file_bytes(home, CHECKPOINT_FILES),
@@ -299,8 +304,9 @@ async def measure_growth(quick: bool, progress: Progress) -> tuple[list[Row], di
             "x",
             target=GROWTH_RATIO_TARGET,
             note=(
-                f"rows ratio {late['checkpoint_rows'] / early['checkpoint_rows']:.2f}×; "
-                f"{summaries} summaries in {turns} turns"
+                f"stored rows {sizes[PRUNE_EVERY]['checkpoint_rows']:,} B after turn "
+                f"{PRUNE_EVERY}, {sizes[turns]['checkpoint_rows']:,} B after turn {turns} "
+                f"(pruned every {PRUNE_EVERY} turns); {summaries} summaries"
             ),
         )
     )

@@ -1,0 +1,100 @@
+"""The conversation store stays bounded: superseded checkpoints are pruned, nothing else is."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agents.checkpoints import open_checkpoints
+from agents.engine import PRUNE_EVERY
+from agents.facade import ShopBotEngine
+from agents.sqlite_store import StorageError
+from tests.engine_support import decide, history, open_engine, say
+
+ORDER_QUESTION = "Where is my order ORD-001?"
+REFUND = "I want a refund for ORD-001, the headphones arrived broken and do not work"
+
+
+def rows(home: Path, thread: str) -> list[tuple[str, str]]:
+    """(namespace, checkpoint id) of the thread's stored checkpoints, read from the file."""
+    with sqlite3.connect(home / "checkpoints.sqlite") as db:
+        found = db.execute(
+            "SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = ? "
+            "ORDER BY checkpoint_id",
+            (thread,),
+        ).fetchall()
+    return [(ns, checkpoint) for ns, checkpoint in found]
+
+
+def writes(home: Path, thread: str) -> int:
+    with sqlite3.connect(home / "checkpoints.sqlite") as db:
+        query = "SELECT COUNT(*) FROM writes WHERE thread_id = ?"
+        (count,) = db.execute(query, (thread,)).fetchone()
+    return int(count)
+
+
+async def chat(engine: ShopBotEngine, thread: str, turns: int) -> None:
+    for _ in range(turns):
+        turn = await say(engine, thread, ORDER_QUESTION, "Alex")
+        assert turn.result.status == "done"
+
+
+async def test_every_tenth_finished_turn_keeps_only_the_latest_state(tmp_path: Path) -> None:
+    async with open_engine(tmp_path) as engine:
+        await chat(engine, "long", PRUNE_EVERY - 1)
+        before = rows(tmp_path, "long")
+        assert len(before) == PRUNE_EVERY - 1  # one per turn until the pruning turn
+        await chat(engine, "other", 3)
+        await chat(engine, "long", 1)
+        after = rows(tmp_path, "long")
+        assert len(after) == 1 and after[0][0] == ""
+        assert after[0][1] > before[-1][1]  # the newest state is the one that stayed
+        assert len(rows(tmp_path, "other")) == 3  # other threads are left alone
+        kept = await history(engine, "long")
+        # The conversation is whole: every question and answer of the ten turns (or the
+        # summary that replaced the oldest), and the next turn carries on from it.
+        assert sum(1 for m in kept if m.type == "human") >= 5
+        turn = await say(engine, "long", "And what was the delivery date?", "Alex")
+        assert turn.result.status == "done"
+        assert "2025-06-10" in turn.result.reply
+        assert len(rows(tmp_path, "long")) == 2
+
+
+async def test_a_paused_thread_is_not_pruned_and_resumes_after_pruning(tmp_path: Path) -> None:
+    async with open_engine(tmp_path) as engine:
+        await chat(engine, "refund", PRUNE_EVERY - 1)
+        turn = await say(engine, "refund", REFUND, "Alex")  # turn 10 waits for a human
+        assert turn.result.status == "awaiting_approval"
+        paused = rows(tmp_path, "refund")
+        assert len(paused) > PRUNE_EVERY - 1
+        assert any(ns.startswith("refund_agent:") for ns, _ in paused)
+        # LangGraph's own contract, `keep_latest`, keeps the paused run's namespace whole.
+        await engine._saver.aprune(["refund"], strategy="keep_latest")
+        assert any(ns.startswith("refund_agent:") for ns, _ in rows(tmp_path, "refund"))
+        assert writes(tmp_path, "refund") > 0  # the interrupt is a pending write
+        assert await engine.pending_approval("refund") is not None
+        done = await decide(engine, "refund", "approve")
+        assert done.result.status == "done"
+        refund = engine.shop.refund_for("ORD-001")
+        assert refund is not None and refund.reference in done.result.reply
+
+
+async def test_delete_and_unknown_strategies(tmp_path: Path) -> None:
+    async with open_engine(tmp_path) as engine:
+        await chat(engine, "gone", 2)
+        await chat(engine, "kept", 1)
+        with pytest.raises(ValueError, match="unknown pruning strategy"):
+            await engine._saver.aprune(["gone"], strategy="oldest")
+        assert len(rows(tmp_path, "gone")) == 2
+        await engine._saver.aprune(["gone"], strategy="delete")
+        assert rows(tmp_path, "gone") == []
+        assert len(rows(tmp_path, "kept")) == 1
+
+
+async def test_a_store_that_is_not_a_database_is_refused_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "checkpoints.sqlite"
+    path.write_bytes(b"this is not a database, it is a shopping list" * 100)
+    with pytest.raises(StorageError, match="conversation store"):
+        await open_checkpoints(path)
