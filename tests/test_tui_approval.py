@@ -11,6 +11,7 @@ from textual import events
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import Button, Input
+from textual.widgets._toast import Toast
 
 from agents.facade import ShopBotEngine
 from agents.offline.demo_model import OfflineDemoModel
@@ -32,6 +33,7 @@ from tests.test_tui_helpers import (
     settle,
     transcript_on_screen,
     visible_text,
+    wait_until,
 )
 
 REFUND = "I want a refund for ORD-005, the speaker crackles at any volume"
@@ -316,7 +318,7 @@ async def test_every_option_shows_in_a_small_terminal(
     tmp_path: Path, size: tuple[int, int], text: str
 ) -> None:
     app = make_app(tmp_path, customer="Sam")
-    async with app.run_test(size=size) as pilot:
+    async with app.run_test(size=size, notifications=True) as pilot:
         await settle(pilot)
         screen = await dialog_after(pilot, text)
         await pilot.pause()
@@ -328,6 +330,12 @@ async def test_every_option_shows_in_a_small_terminal(
         hint = screen.query_one("#approval-hint").region
         assert dialog.contains_region(hint) and hint.height == 1
         assert not any(hint.overlaps(button.region) for button in screen.query(Button))
+        # The "Decision needed" toast shows beside the details, never over what decides.
+        await wait_until(pilot, lambda: bool(screen.query(Toast)), "the toast")
+        (toast,) = screen.query(Toast)
+        assert toast.region.height > 0
+        for decides in [*screen.query(Button), screen.query_one("#approval-hint")]:
+            assert not toast.region.overlaps(decides.region), decides
         # The details scroll above the options: the last check can be brought into view.
         scroller = screen.query_one("#approval-dialog", VerticalScroll)
         scroller.scroll_end(animate=False)
