@@ -50,6 +50,8 @@ from agents.replies import LIMIT_REACHED, TURN_CUT_NOTE, TURN_FAILED_NOTE
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.shop_data import ShopData
 from agents.specialists.spec import RECURSION_LIMIT
+from agents.sqlite_store import StorageError
+from agents.store_damage import diagnose_storage, is_damage, unreadable_thread
 from agents.text_safety import MessageRejected, clean_message, person_name
 from agents.thread_registry import (
     LEASE_SECONDS,
@@ -289,8 +291,17 @@ class ShopBotEngine:
         return with_ledger(pending_in(thread_id, state), self.shop)
 
     async def _snapshot(self, thread_id: str) -> Any:
-        # With the specialists' own states: an interrupt their state has moved past is stale.
-        return await self.graph.aget_state(self._config(thread_id), subgraphs=True)
+        """The thread's stored state, with the specialists' own (an interrupt their state has
+        moved past is stale); a `StorageError` saying what to do when it cannot be read."""
+        try:
+            return await self.graph.aget_state(self._config(thread_id), subgraphs=True)
+        except (sqlite3.DatabaseError, ValueError, TypeError) as exc:
+            # A damaged file, or a stored state that no longer decodes (ValueError, TypeError:
+            # what the serializer raises on damaged bytes). A lock is not damage.
+            if isinstance(exc, sqlite3.DatabaseError) and not is_damage(exc):
+                raise
+            log.exception("reading the stored state of %s failed", thread_id)
+            raise unreadable_thread(self.settings, thread_id, exc) from exc
 
     @asynccontextmanager
     async def _turn(self, thread_id: str) -> AsyncIterator[None]:
@@ -398,10 +409,7 @@ class ShopBotEngine:
                 yield event
         except Exception as exc:
             log.exception("turn failed on thread %s", thread_id)
-            failure = TurnFailed(
-                kind="storage" if isinstance(exc, sqlite3.DatabaseError) else "internal",
-                message=turn_failure_text(exc),
-            )
+            failure = await self._failure(thread_id, exc)
         if failure is not None:
             self._note(thread_id, failure)
             yield failure
@@ -410,6 +418,22 @@ class ShopBotEngine:
         if result.pending is not None:
             yield ApprovalRequested(result.pending)
         yield TurnFinished(result)
+
+    async def _failure(self, thread_id: str, exc: Exception) -> TurnFailed:
+        """What broke the turn, for the person: a damaged store by name, else no internals."""
+        if isinstance(exc, StorageError):  # (it says what to do already)
+            return TurnFailed(kind="storage", message=str(exc))
+        if (damage := diagnose_storage(self.settings, exc)) is not None:
+            return TurnFailed(kind="storage", message=str(damage))
+        if isinstance(exc, ValueError | TypeError):
+            # Perhaps the thread's stored state no longer decodes: then say that instead.
+            try:
+                await self._snapshot(thread_id)
+            except StorageError as unreadable:
+                return TurnFailed(kind="storage", message=str(unreadable))
+        if isinstance(exc, sqlite3.DatabaseError):
+            return TurnFailed(kind="storage", message=turn_failure_text(exc))
+        return TurnFailed(kind="internal", message=turn_failure_text(exc))
 
     @contextmanager
     def _cut_noted(self, thread_id: str, agent: str) -> Iterator[None]:
@@ -447,11 +471,18 @@ class ShopBotEngine:
         reply = done.text if done else ""
         closing = reply == LIMIT_REACHED
         pending: ApprovalRequest | None = None
+        state = None
         if paused or closing or failure is not None:
-            state = await self._snapshot(thread_id)
-            pending = self._pending(thread_id, state)
-            agent = active_in(state)
-        if (failure is not None or closing) and pending is None:
+            try:
+                state = await self._snapshot(thread_id)
+            except StorageError:
+                if failure is None:
+                    raise
+                # The failure says it already; nothing stored can be mended.
+            else:
+                pending = self._pending(thread_id, state)
+                agent = active_in(state)
+        if (failure is not None or closing) and pending is None and state is not None:
             # The thread must not point at the failed node, nor keep a history Mistral rejects.
             await self._mend_tail(
                 thread_id, state, LIMIT_REACHED if closing else TURN_FAILED_NOTE, say_it=closing

@@ -45,6 +45,7 @@ from agents.logging_setup import configure_logging
 from agents.redaction import redact
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.sqlite_store import StorageError
+from agents.store_damage import diagnose_storage
 from agents.text_safety import MessageRejected, person_name, visible
 from agents.thread_registry import ChatLine, ThreadInfo, ThreadRegistry, validate_thread_id
 
@@ -106,6 +107,7 @@ __all__ = [
     "TurnFinished",
     "TurnResult",
     "configure_logging",
+    "diagnose_storage",
     "load_engine",
     "note_for",
     "person_name",

@@ -50,12 +50,16 @@ def open_database(path: Path, *, what: str, check_same_thread: bool = True) -> s
         conn.close()
         if is_busy(exc) or is_read_only(exc):
             raise StorageError(_cannot_write(f"the {what} at {path}", exc)) from exc
-        raise StorageError(
-            f"The {what} at {path} is damaged ({exc}). Nothing was changed. "
-            f"Move the file aside (for example: mv '{path}' '{path}.damaged') and start again."
-        ) from exc
+        raise StorageError(damaged_text(what, path, exc)) from exc
     conn.row_factory = sqlite3.Row
     return conn
+
+
+def damaged_text(what: str, path: Path, problem: object) -> str:
+    return (
+        f"The {what} at {path} is damaged ({problem}). Nothing was changed. "
+        f"Move the file aside (for example: mv '{path}' '{path}.damaged') and start again."
+    )
 
 
 def is_busy(exc: sqlite3.Error) -> bool:

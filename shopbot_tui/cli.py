@@ -241,8 +241,12 @@ def _main(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         raise
     except Exception as exc:
-        from agents.facade import redact
+        from agents.facade import diagnose_storage, redact
 
+        if (damage := diagnose_storage(Settings.from_env(), exc)) is not None:
+            # A store damaged past its first page fails mid-query: name it, say what to do.
+            print(f"shopbot: {visible(str(damage))}", file=sys.stderr)
+            return EXIT_USAGE
         problem = visible(redact(str(exc)))
         print(f"shopbot: unexpected error ({type(exc).__name__}): {problem}", file=sys.stderr)
         return EXIT_PROVIDER

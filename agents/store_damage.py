@@ -1,0 +1,88 @@
+"""Which store is damaged, when SQLite (or a stored state) fails after the files opened.
+
+Opening checks only the first page of each file; damage further in shows up in the middle
+of a query as a bare "database disk image is malformed" that names no file. Then each file
+gets SQLite's `quick_check`, read-only, so the message can say which file and what to do.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from agents.settings import Settings
+from agents.sqlite_store import StorageError, damaged_text, is_busy, is_read_only
+
+
+def store_files(settings: Settings) -> tuple[tuple[str, Path], ...]:
+    """(what the messages call it, where it is) for every ShopBot store."""
+    return (
+        ("conversation store", settings.checkpoints_path),
+        ("thread registry", settings.threads_path),
+        ("audit log", settings.audit_path),
+        ("shop data", settings.shop_path),
+    )
+
+
+def quick_check(path: Path) -> str | None:
+    """What SQLite finds wrong with the file, or None when it is sound (or absent)."""
+    if not path.exists():
+        return None
+    try:
+        # Read-only: a diagnosis must never change (or "repair") the evidence.
+        with sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True) as conn:
+            rows = conn.execute("PRAGMA quick_check(3)").fetchall()
+        conn.close()
+    except sqlite3.DatabaseError as exc:
+        if is_busy(exc):
+            return None  # in use by another window is not damage
+        return str(exc)
+    found = [str(row[0]) for row in rows if row and row[0] != "ok"]
+    # (Its report starts with a header line naming the schema: not news to anyone.)
+    lines = (line.replace("*** in database main ***", "") for line in found)
+    return "; ".join(" ".join(line.split()) for line in lines) or None
+
+
+def is_damage(exc: BaseException) -> bool:
+    """SQLite refusing a query for a reason that is not a lock or a read-only file."""
+    return (
+        isinstance(exc, sqlite3.DatabaseError)
+        and not is_busy(exc)
+        and not is_read_only(exc)
+        and not isinstance(exc, sqlite3.IntegrityError | sqlite3.ProgrammingError)
+    )
+
+
+def damaged_stores(settings: Settings) -> StorageError | None:
+    """Every damaged store, each by name, in one message; None when all are sound."""
+    found = [
+        (what, path, problem)
+        for what, path in store_files(settings)
+        if (problem := quick_check(path)) is not None
+    ]
+    if len(found) <= 1:
+        return StorageError(damaged_text(*found[0])) if found else None
+    listed = "; ".join(f"the {what} at {path} ({problem})" for what, path, problem in found)
+    first = found[0][1]
+    return StorageError(
+        f"ShopBot data files are damaged: {listed}. Nothing was changed. Move them aside "
+        f"(for example: mv '{first}' '{first}.damaged') and start again."
+    )
+
+
+def diagnose_storage(settings: Settings, exc: BaseException) -> StorageError | None:
+    """A `StorageError` naming the damaged stores behind `exc`, if it is damage."""
+    return damaged_stores(settings) if is_damage(exc) else None
+
+
+def unreadable_thread(settings: Settings, thread_id: str, exc: BaseException) -> StorageError:
+    """A thread whose stored state cannot be read back. The file may be sound and only this
+    state damaged: then the rest of ShopBot goes on, and only this conversation cannot."""
+    path = settings.checkpoints_path
+    if (problem := quick_check(path)) is not None:
+        return StorageError(damaged_text("conversation store", path, problem))
+    return StorageError(
+        f"The stored state of conversation {thread_id} in the conversation store at {path} "
+        f"cannot be read ({type(exc).__name__}: {exc}). Nothing was changed; its transcript "
+        "and audit events are kept. Start a new conversation."
+    )
