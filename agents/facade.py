@@ -45,7 +45,14 @@ from agents.logging_setup import configure_logging
 from agents.redaction import redact
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.sqlite_store import StorageError
-from agents.text_safety import MessageRejected, person_name, visible
+from agents.text_safety import (
+    MessageRejected,
+    person_name,
+    safe_json,
+    undecodable_bytes,
+    visible,
+    visible_line,
+)
 from agents.thread_registry import ChatLine, ThreadInfo, ThreadRegistry, validate_thread_id
 
 if TYPE_CHECKING:
@@ -110,6 +117,9 @@ __all__ = [
     "note_for",
     "person_name",
     "redact",
+    "safe_json",
+    "undecodable_bytes",
     "validate_thread_id",
     "visible",
+    "visible_line",
 ]
