@@ -46,7 +46,14 @@ from agents.redaction import redact
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.sqlite_store import StorageError
 from agents.store_damage import diagnose_storage
-from agents.text_safety import MessageRejected, person_name, visible
+from agents.text_safety import (
+    MessageRejected,
+    person_name,
+    safe_json,
+    undecodable_bytes,
+    visible,
+    visible_line,
+)
 from agents.thread_registry import ChatLine, ThreadInfo, ThreadRegistry, validate_thread_id
 
 if TYPE_CHECKING:
@@ -112,6 +119,9 @@ __all__ = [
     "note_for",
     "person_name",
     "redact",
+    "safe_json",
+    "undecodable_bytes",
     "validate_thread_id",
     "visible",
+    "visible_line",
 ]

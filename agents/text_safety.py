@@ -2,24 +2,37 @@ r"""Customer and model text is content, never terminal control: make it visible 
 
 Escape sequences and other control characters are shown as their Unicode "control pictures"
 (ESC -> ␛), so `\x1b[31m` pasted by a customer reads as "␛[31m" and cannot recolour a terminal.
-Bidirectional embeddings, overrides and isolates (the "Trojan Source" characters, which make a
-terminal show text in another order than it is stored) are shown as `\u202e`, like C1 controls
-as `\x9b`. Lone surrogates (bytes the command line could not decode, kept by Python's
-surrogateescape) cannot be written as UTF-8 anywhere: they become U+FFFD.
+Bidirectional embeddings, overrides, isolates and marks (the "Trojan Source" characters, which
+make a terminal show text in another order than it is stored: "ORD-001" can read as another id)
+are shown as `\u202e`, like C1 controls as `\x9b`. Lone surrogates (bytes the command line
+could not decode, kept by Python's surrogateescape) cannot be written as UTF-8 anywhere: they
+become U+FFFD.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from typing import Any
 
 MAX_MESSAGE_CHARS = 16_000
 
 _C0 = {code: chr(0x2400 + code) for code in range(0x20) if chr(code) not in "\n\t"}
 _VISIBLE = str.maketrans({**_C0, 0x7F: "\u2421"})
-_UNSAFE = re.compile("[\u0080-\u009f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# Embeddings and overrides, isolates, and the marks LRM, RLM and ALM: all reorder what is shown.
+_BIDI = "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
+_UNSAFE = re.compile(f"[\u0080-\u009f{_BIDI}\ud800-\udfff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
+# Python keeps a byte it could not decode (argv, environment, file names) as U+DC80-U+DCFF.
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+# ... and repr() writes one as `\udcff`: after an even number of backslashes, else the
+# backslash before it was escaped and "udcff" is text.
+_QUOTED_UNDECODABLE = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")
+_LINE_BREAKS = str.maketrans({"\n": "\u240a", "\t": "\u2409"})
+# JSON may hold these raw (only C0 must be escaped): escaped, the data is the same.
+_JSON_UNSAFE = re.compile(f"[\u007f-\u009f{_BIDI}\u2028\u2029]")
 
 
 class MessageRejected(ValueError):
@@ -39,6 +52,27 @@ def visible(text: str) -> str:
     return _UNSAFE.sub(_shown, text.replace("\r\n", "\n").translate(_VISIBLE))
 
 
+def visible_line(text: str) -> str:
+    r"""`text` (a message for a person, which may quote what they typed) as one line that is
+    safe to print: `visible`, line breaks and tabs as signs (␊ ␉), and an undecodable byte as
+    `\xff`, the byte it was, whether raw or quoted by repr() (`'t\udcff'`)."""
+    text = _UNDECODABLE.sub(lambda m: f"\\x{ord(m.group(0)) - 0xDC00:02x}", text)
+    text = _QUOTED_UNDECODABLE.sub(r"\1\\x\2", text)
+    return visible(text).translate(_LINE_BREAKS)
+
+
+def safe_json(value: Any) -> str:
+    """`value` as one line of JSON that a terminal cannot obey: the JSON escapes for C1 and
+    bidi controls and line separators; a lone surrogate (no UTF-8 for it) as U+FFFD."""
+    text = without_surrogates(json.dumps(value, ensure_ascii=False))
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
+def undecodable_bytes(text: str) -> int:
+    """How many lone surrogates (undecodable bytes, as Python keeps them) `text` holds."""
+    return len(_SURROGATE.findall(text))
+
+
 def without_surrogates(text: str) -> str:
     """`text` with lone surrogates (unencodable in UTF-8, so SQLite refuses them) as U+FFFD."""
     try:
@@ -53,6 +87,12 @@ def clean_message(text: str) -> str:
     cleaned = visible(text).strip()
     if not cleaned:
         raise MessageRejected("The message is empty: type what you need help with.")
+    if not cleaned.replace(REPLACEMENT, "").strip() and _SURROGATE.search(text):
+        # Only undecodable bytes: sending "\ufffd\ufffd" would lose all of it without a word.
+        raise MessageRejected(
+            "The message is not valid text in the terminal's encoding (UTF-8 expected): "
+            "none of it could be read; type it again."
+        )
     if len(cleaned) > MAX_MESSAGE_CHARS:
         raise MessageRejected(
             f"The message is too long ({len(cleaned):,} characters; the limit is "

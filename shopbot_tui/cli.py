@@ -5,13 +5,16 @@ read-only data file or folder included); 1 the model provider failed, or anythin
 wrong inside ShopBot; 141 (128 + SIGPIPE, as for other Unix tools) when the reader of the
 output went away (`shopbot audit | head -1`). Errors are one clear line on stderr, never a
 traceback.
+
+Every line goes out through `visible_line` (stderr), `visible` or `safe_json` (stdout): what a
+person typed comes back as text, never as terminal control, and a byte the terminal's encoding
+could not decode reads `\xff`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import signal
 import sys
@@ -23,8 +26,11 @@ from agents.facade import (
     InputError,
     Settings,
     StorageError,
+    safe_json,
+    undecodable_bytes,
     validate_thread_id,
     visible,
+    visible_line,
 )
 
 if TYPE_CHECKING:
@@ -40,10 +46,16 @@ class UsageError(Exception):
     """Bad usage or bad input: exit code 2."""
 
 
+def _say(message: str) -> None:
+    """One line on stderr; it may quote the person's input, raw or as repr() writes it."""
+    print(f"shopbot: {visible_line(message)}", file=sys.stderr)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        # One line, not argparse's usage dump.
-        self.exit(EXIT_USAGE, f"shopbot: {message} (see `shopbot --help`)\n")
+        # One line, not argparse's usage dump; argparse quotes arguments raw ("unrecognized
+        # arguments: ...") or with repr(), so the line goes through `visible_line` too.
+        self.exit(EXIT_USAGE, f"shopbot: {visible_line(message)} (see `shopbot --help`)\n")
 
 
 def _audit_limit(text: str) -> int:
@@ -104,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _print_result(result: TurnResult, as_json: bool) -> int:
     if as_json:
-        print(json.dumps(result.to_json(), ensure_ascii=False))
+        print(safe_json(result.to_json()))
     elif result.status == "awaiting_approval" and result.pending:
         pending = result.pending
         print(visible(_describe_pending(pending.kind, pending.payload)))
@@ -112,7 +124,7 @@ def _print_result(result: TurnResult, as_json: bool) -> int:
     elif result.reply:
         print(visible(result.reply))
     if result.status == "error":
-        print(f"shopbot: {visible(result.error or '')}", file=sys.stderr)
+        _say(result.error or "")
         # A locked or damaged store is said like one found at start; 1 is the provider's.
         return EXIT_USAGE if result.failed == "storage" else EXIT_PROVIDER
     return EXIT_OK
@@ -150,7 +162,7 @@ def _threads(settings: Settings, as_json: bool) -> int:
     with ThreadRegistry(settings.threads_path) as registry:
         for info in registry.list():
             if as_json:
-                print(json.dumps(info.to_json(), ensure_ascii=False))
+                print(safe_json(info.to_json()))
             else:
                 who = info.customer or "-"
                 print(
@@ -173,7 +185,7 @@ def _audit(settings: Settings, args: argparse.Namespace) -> int:
     with AuditLog(settings.audit_path) as audit:
         for event in audit.page(query, limit=args.limit):
             if args.json:
-                print(json.dumps(event.to_json(), ensure_ascii=False))
+                print(safe_json(event.to_json()))
             else:
                 line = f"{event.ts}  {event.thread_id or '-'}  {event.agent or '-'}  {event.kind}"
                 print(visible(f"{line}  {event.summary(100)}"))
@@ -197,9 +209,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         customer = args.chat_customer or args.customer
 
         async def chat(engine: ShopBotEngine) -> int:
-            return _print_result(
+            code = _print_result(
                 await engine.send(args.thread_id, args.message, customer=customer), args.json
             )
+            if code == EXIT_OK and (count := undecodable_bytes(args.message)):
+                # Neither the reply nor the JSON shows what was sent: say it, not silently.
+                _say(f"note: {count} byte(s) of MESSAGE were not UTF-8 and were sent as \ufffd.")
+            return code
 
         return _run(settings, chat)
     if args.command == "resume":
@@ -233,10 +249,10 @@ def _main(args: argparse.Namespace) -> int:
     except (UsageError, InputError, StorageError) as exc:
         # InputError: a person's input; StorageError: a data file or folder (damaged,
         # locked, read-only): both are for the person to fix, nothing was changed.
-        print(f"shopbot: {visible(str(exc))}", file=sys.stderr)
+        _say(str(exc))
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("shopbot: interrupted", file=sys.stderr)
+        _say("interrupted")
         return 130
     except BrokenPipeError:
         raise
@@ -245,10 +261,9 @@ def _main(args: argparse.Namespace) -> int:
 
         if (damage := diagnose_storage(Settings.from_env(), exc)) is not None:
             # A store damaged past its first page fails mid-query: name it, say what to do.
-            print(f"shopbot: {visible(str(damage))}", file=sys.stderr)
+            _say(str(damage))
             return EXIT_USAGE
-        problem = visible(redact(str(exc)))
-        print(f"shopbot: unexpected error ({type(exc).__name__}): {problem}", file=sys.stderr)
+        _say(f"unexpected error ({type(exc).__name__}): {redact(str(exc))}")
         return EXIT_PROVIDER
 
 

@@ -313,6 +313,11 @@ def test_undecodable_bytes_in_a_message_are_replaced_and_the_turn_is_answered(
     done = run(tmp_path, "chat", "k2", "Where is ORD-002 \udcff", "--offline", "--json")
     assert done.returncode == 0, done.stderr
     assert "In Transit" in json.loads(done.stdout)["reply"]
+    # Nothing in the JSON shows what was sent: one line says so.
+    assert (
+        done.stderr
+        == "shopbot: note: 1 byte(s) of MESSAGE were not UTF-8 and were sent as \ufffd.\n"
+    )
     [thread] = [json.loads(line) for line in run(tmp_path, "threads", "--json").stdout.splitlines()]
     assert (thread["thread_id"], thread["title"], thread["turns"]) == (
         "k2",
@@ -346,3 +351,108 @@ def test_threads_shows_a_stored_right_to_left_override_visibly(tmp_path: Path) -
     assert listed.returncode == 0
     assert "\u202e" not in listed.stdout and "\u2066" not in listed.stdout
     assert "Sam\\u202eevil\\u2066" in listed.stdout
+
+
+# An undecodable byte (how Python hands over \xff of a non-UTF-8 argv), an escape sequence,
+# a right-to-left override, a line break: what a person may type, by mistake or not.
+HOSTILE = "t\udcff\x1b[31m\u202e\n2"
+
+
+def assert_shown_safely(line: str) -> None:
+    assert "\\xff" in line  # the byte, readable
+    assert "\\udc" not in line and "\ufffd" not in line
+    assert "\x1b" not in line and "\u202e" not in line
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("chat", HOSTILE, "hi"),  # the thread id
+        ("resume", HOSTILE, "approve"),
+        ("audit", "--thread", HOSTILE),
+        ("audit", "--kind", HOSTILE),
+        ("audit", "--limit", HOSTILE),
+        ("--offline", "--thread", HOSTILE),  # the TUI's, refused before it starts
+        (HOSTILE,),  # argparse: invalid choice, quoted with repr()
+        ("threads", HOSTILE),  # argparse: unrecognized arguments, quoted raw
+        ("threads", f"--json={HOSTILE}"),  # argparse: ignored explicit argument
+    ],
+)
+def test_input_echoed_in_an_error_is_one_readable_safe_line(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    done = run(tmp_path, *args)
+    assert done.returncode == 2
+    assert_shown_safely(one_line_error(done))
+    assert done.stdout == ""
+
+
+def test_a_decision_that_is_not_an_option_is_echoed_safely(tmp_path: Path) -> None:
+    ask = run(tmp_path, "chat", "r1", "Refund ORD-005, it crackles at any volume", "--offline")
+    assert ask.returncode == 0, ask.stderr
+    done = run(tmp_path, "resume", "r1", f"approve{HOSTILE}", "--offline")
+    assert done.returncode == 2
+    line = one_line_error(done)
+    assert "is not an option" in line
+    assert_shown_safely(line)
+
+
+def test_a_data_folder_named_with_an_undecodable_byte_is_named_readably(tmp_path: Path) -> None:
+    a_file = tmp_path / "data\udcff"
+    a_file.write_text("x")
+    done = run(a_file, "threads")
+    assert done.returncode == 2
+    line = one_line_error(done)
+    assert f"{tmp_path}/data\\xff" in line
+    assert "\\udc" not in line
+
+
+@pytest.mark.parametrize("message", ["\udcff\udcfe", " \udcff \udc80 "])
+def test_a_message_of_only_undecodable_bytes_is_refused_and_nothing_is_stored(
+    tmp_path: Path, message: str
+) -> None:
+    done = run(tmp_path, "chat", "u1", message, "--offline", "--json")
+    assert done.returncode == 2
+    assert "not valid text" in one_line_error(done)
+    assert done.stdout == ""
+    assert run(tmp_path, "threads").stdout == ""
+
+
+# Raw in JSON (only C0 must be escaped there), each would reach the terminal of a person
+# reading the output.
+STEERING = "Your refund \u202eof $14.99\u202c for ORD\u200f-001\x9b[2J is on\u2028its way."
+
+
+def test_json_output_is_valid_and_escapes_what_would_steer_a_terminal(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    fake_mistral.script(text(STEERING), text(STEERING))
+    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
+    as_json = run(
+        tmp_path, "chat", "j1", "Where is ORD-001?", "--customer", "Alex", "--json", env=env
+    )
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["reply"] == STEERING  # the data, unchanged
+    plain = run(tmp_path, "chat", "j1", "And ORD-004?", env=env)
+    assert plain.returncode == 0, plain.stderr
+    for out in (as_json.stdout, plain.stdout):
+        assert not {"\u202e", "\u202c", "\u200f", "\x9b"}.intersection(out), out
+    # A line separator is text on a terminal, but splitlines() breaks a JSON line at it.
+    assert "\u2028" not in as_json.stdout and len(as_json.stdout.splitlines()) == 1
+    assert "\\u202eof $14.99\\u202c for ORD\\u200f-001\\x9b[2J" in plain.stdout
+
+
+def test_threads_and_audit_json_escape_what_would_steer_a_terminal(tmp_path: Path) -> None:
+    # Stored before names and details were vetted, or by a model: listing must stay safe.
+    with ThreadRegistry(tmp_path / "threads.sqlite") as threads:
+        threads.ensure("old", customer="Sam\u202eevil\u200e")
+    with AuditLog(tmp_path / "audit.sqlite") as audit:
+        audit.append("tool_called", thread_id="old", detail={"tool": STEERING})
+    for command, field, value in [
+        (("threads", "--json"), "customer", "Sam\u202eevil\u200e"),
+        (("audit", "--json"), "detail", {"tool": STEERING}),
+    ]:
+        listed = run(tmp_path, *command)
+        assert listed.returncode == 0, listed.stderr
+        assert not {"\u202e", "\u200e", "\x9b", "\u2028"}.intersection(listed.stdout)
+        assert json.loads(listed.stdout)[field] == value
