@@ -146,6 +146,11 @@ class TurnEnded(TurnMessage):
     result: TurnResult | None = None
 
 
+# What a running turn writes into the chat log, and what it shows in the side panel.
+LiveReport = ReplyChunk | ReplyComplete | NoteAdded | ProviderRetrying
+TurnProgress = AgentSwitched | StepUpdate | GateReported
+
+
 @dataclass
 class ChatExported(Message):
     """The conversation was written to `path` (or `error` says why not)."""

@@ -77,7 +77,7 @@ async def test_switching_back_to_a_thread_mid_reply_shows_the_reply_below_its_hi
         await wait_until(pilot, lambda: bool(app.chat.query(AssistantReply)), "the reply")
         await pilot.press("ctrl+n")  # away, while the reply is still being written
         await wait_until(pilot, lambda: app.chat.thread_id != "t-one", "a new conversation")
-        await wait_until(pilot, lambda: app.chat._thread_ready, "the new conversation")
+        await wait_until(pilot, lambda: app.chat.thread_ready, "the new conversation")
 
         # Back, with a slow history read: the rest of the reply arrives while it loads.
         engine = app.engine
@@ -117,9 +117,9 @@ async def test_a_thread_opened_again_mid_reply_shows_that_reply_from_its_start(
             if away:
                 await pilot.press(away)
                 await wait_until(pilot, lambda: app.chat.thread_id != "t-one", "another thread")
-                await wait_until(pilot, lambda: app.chat._thread_ready, "the other thread")
+                await wait_until(pilot, lambda: app.chat.thread_ready, "the other thread")
             await app.chat.open_thread("t-one", "Sam")
-            await wait_until(pilot, lambda: app.chat._thread_ready, "t-one again")
+            await wait_until(pilot, lambda: app.chat.thread_ready, "t-one again")
             await wait_until(pilot, lambda: bool(replies(app)), "the reply being written")
             assert replies(app)[-1] == first_piece
         model.resume()
@@ -147,9 +147,9 @@ async def test_a_thread_opened_again_while_its_approved_refund_is_answered_asks_
         await wait_until(pilot, lambda: any("refund paid" in n for n in notes(app)), "payment")
         await pilot.press("ctrl+n")
         await wait_until(pilot, lambda: app.chat.thread_id != "t-one", "another thread")
-        await wait_until(pilot, lambda: app.chat._thread_ready, "the other thread")
+        await wait_until(pilot, lambda: app.chat.thread_ready, "the other thread")
         await app.chat.open_thread("t-one", "Sam")
-        await wait_until(pilot, lambda: app.chat._thread_ready, "t-one again")
+        await wait_until(pilot, lambda: app.chat.thread_ready, "t-one again")
         await pilot.pause()
         # Its stored state still shows the answered question (saved when the run stops):
         # not asked again.
@@ -172,7 +172,7 @@ async def test_a_turn_that_pauses_for_approval_while_its_thread_loads_is_shown_p
         await wait_until(pilot, lambda: "t-one" in app.chat.busy, "the turn to start")
         await pilot.press("ctrl+n")
         await wait_until(pilot, lambda: app.chat.thread_id != "t-one", "a new conversation")
-        await wait_until(pilot, lambda: app.chat._thread_ready, "the new conversation")
+        await wait_until(pilot, lambda: app.chat.thread_ready, "the new conversation")
 
         # Back to it: the load reads "nothing pending", then the turn runs to its approval
         # and ends before that stale answer is shown.

@@ -27,3 +27,9 @@ class MessageBox(Input):
                 self.insert_text_at_cursor(text)
             else:
                 self.replace(text, *self.selection)
+
+    def take_sent(self, text: str) -> None:
+        """`text` was sent: out of the box; what was typed since it was sent stays."""
+        if self.value.startswith(text):
+            self.value = self.value[len(text) :]
+            self.cursor_position = len(self.value)

@@ -69,6 +69,8 @@ class SidePanel(VerticalScroll):
         self._offline = offline
         self.agent: str = AGENTS[0]
         self.step = "idle"
+        # `(gate, ok, detail)` of the gates shown under "Checks this turn".
+        self.gates: list[tuple[str, bool, str]] = []
 
     def compose(self) -> ComposeResult:
         yield Static(
@@ -98,6 +100,7 @@ class SidePanel(VerticalScroll):
 
     def show_gates(self, results: list[tuple[str, bool, str]]) -> None:
         """`(gate, ok, detail)` of the gates that ran this turn, in order."""
+        self.gates = list(results)
         if not results:
             self.query_one("#gates", Static).update(Content("none yet"))
             return
@@ -111,6 +114,10 @@ class SidePanel(VerticalScroll):
                 line = line.append(Content(f": {cut}"))
             lines.append(line)
         self.query_one("#gates", Static).update(Content("\n").join(lines))
+
+    def add_gate(self, gate: str, ok: bool, detail: str) -> None:
+        """One more gate ran this turn."""
+        self.show_gates([*self.gates, (gate, ok, detail)])
 
     def show_model(self, label: str, *, offline: bool) -> None:
         self._model_label, self._offline = label, offline

@@ -194,7 +194,7 @@ async def stream_once(pieces: int) -> dict[str, Any]:
         seen: list[tuple[float, float]] = []  # (sent, shown) per keystroke
         typed = 0
         async with app.run_test(headless=False, size=TERMINAL) as pilot:
-            await wait_until(lambda: getattr(app.chat, "_thread_ready", False), 60, "ready")
+            await wait_until(lambda: getattr(app.chat, "thread_ready", False), 60, "ready")
             box = app.chat.message_input
             box.focus()
             box.value = "Where is my order ORD-001?"

@@ -37,7 +37,7 @@ async def run(t0: float, home: Path) -> dict[str, Any]:
     def on_frame(_: float) -> None:
         now = time.monotonic()
         marks.setdefault("first_paint", now)
-        if "ready" not in marks and getattr(app.chat, "_thread_ready", False):
+        if "ready" not in marks and getattr(app.chat, "thread_ready", False):
             marks["ready"] = now
 
     clock.listeners.append(on_frame)

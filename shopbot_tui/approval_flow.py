@@ -1,0 +1,83 @@
+"""The decision the open thread waits for: shown in the side panel and the footer, asked in
+the approval modal (one at a time), and answered by resuming the graph as a turn."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from shopbot_tui.widgets.side_panel import step_text
+
+if TYPE_CHECKING:
+    from agents.facade import ApprovalRequest
+    from shopbot_tui.screens.chat import ChatScreen
+
+
+def checks_asked_about(request: ApprovalRequest) -> list[tuple[str, bool, str]]:
+    """`(gate, ok, detail)` of the checks that led to `request`, as the request records them."""
+    return [
+        (str(check.get("gate", "?")), bool(check.get("ok")), str(check.get("detail", "")))
+        for check in request.payload.get("gates") or []
+    ]
+
+
+class ApprovalFlow:
+    """Asks the person on `chat` for the decisions its threads wait for."""
+
+    def __init__(self, chat: ChatScreen) -> None:
+        self._chat = chat
+        self._modal_open = False
+
+    def wait_for(
+        self, pending: ApprovalRequest | None, *, agent: str, answering: bool = False
+    ) -> None:
+        """The open thread now waits for `pending` (asked at once), or for nothing; `agent`
+        is its active one, `answering` when a turn of this app runs on it."""
+        chat = self._chat
+        chat.pending = pending
+        if pending is not None:
+            step = "waiting_for_approval"
+        else:
+            step = "answering" if answering else "idle"
+        chat.panel.show_agent(agent, step_text(step))
+        chat.sync_bindings()
+        if pending is not None:
+            self.ask(pending)
+
+    def ask(self, request: ApprovalRequest) -> None:
+        """Open the approval modal, unless one is open already; its answer resumes the graph."""
+        chat = self._chat
+        if not chat.panel.gates and request.thread_id == chat.thread_id:
+            # Reopened (after a restart, say): the checks that led here, from the request.
+            chat.panel.show_gates(checks_asked_about(request))
+        if self._modal_open:
+            return
+        self._modal_open = True
+
+        # (Imported here: not needed for the first paint.)
+        from shopbot_tui.screens.approval import ApprovalScreen
+
+        modal = ApprovalScreen(request)
+
+        def decided(decision: str | None) -> None:
+            self._modal_open = False
+            if modal.typed:
+                self._keep_typed(modal.typed)
+            if decision is None:
+                chat.notices.decision_still_pending()
+            elif request.thread_id in chat.busy:
+                chat.notices.decision_not_sent(request.thread_id)
+            elif (engine := chat.engine) is not None:
+                chat.turns.start(
+                    request.thread_id,
+                    lambda: engine.resume(request.thread_id, decision),
+                    decision=decision,
+                )
+
+        # After the chat's next refresh: what led to the question is painted behind it
+        # (a screen under a modal is not laid out again).
+        chat.call_after_refresh(chat.app.push_screen, modal, decided)
+
+    def _keep_typed(self, typed: str) -> None:
+        """What the person typed as the modal opened goes back into the message box."""
+        self._chat.message_input.insert_text_at_cursor(typed)
+        self._chat.notices.typed_kept()

@@ -1,0 +1,105 @@
+"""What the chat does when the person asks: send a message (Enter), and the commands of the
+key bindings and the command palette (commands.py): start or switch conversations, copy the
+last reply, export the chat, open the audit log."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from shopbot_tui.chat_notices import (
+    STILL_ANSWERING,
+    STILL_LOADING,
+    STILL_OPENING,
+    WAITS_FOR_DECISION,
+)
+from shopbot_tui.ids import new_thread_id
+from shopbot_tui.stored_thread import export_transcript
+
+if TYPE_CHECKING:
+    from agents.facade import ShopBotEngine
+    from shopbot_tui.screens.chat import ChatScreen
+
+
+class ChatCommands:
+    """What the person asks of `chat`; commands that need the engine do nothing until it is up."""
+
+    def __init__(self, chat: ChatScreen) -> None:
+        self._chat = chat
+
+    def send(self, text: str) -> None:
+        """Start a turn on the open thread with `text`, or say why not (it stays in the box)."""
+        chat = self._chat
+        engine, thread_id, customer = chat.engine, chat.thread_id, chat.customer
+        if engine is None:
+            chat.notices.not_sent(STILL_LOADING)
+        elif not chat.thread_ready:
+            chat.notices.not_sent(STILL_OPENING)
+        elif thread_id in chat.busy:
+            chat.notices.not_sent(STILL_ANSWERING)
+        elif chat.pending is not None:
+            chat.notices.not_sent(WAITS_FOR_DECISION)
+            chat.approvals.ask(chat.pending)
+        else:
+            chat.turns.start(
+                thread_id,
+                lambda: engine.run_turn(thread_id, text, customer=customer),
+                text=text,
+            )
+
+    async def new_thread(self) -> None:
+        chat = self._chat
+        if chat.engine is None:
+            return
+        await chat.open_thread(new_thread_id(), chat.customer)
+        chat.notices.new_conversation(chat.thread_id)
+
+    def choose_thread(self) -> None:
+        chat = self._chat
+        if chat.engine is None:
+            return
+
+        from shopbot_tui.screens.threads import ThreadChoice, ThreadsScreen  # not for first paint
+
+        async def chosen(choice: ThreadChoice | None) -> None:
+            # The open thread too: shown again as stored, with what another front (the
+            # `shopbot` command) did to it meanwhile.
+            if choice is not None:
+                await chat.open_thread(choice.thread_id, choice.customer)
+
+        chat.app.push_screen(
+            ThreadsScreen(
+                chat.engine.list_threads, current_thread=chat.thread_id, customer=chat.customer
+            ),
+            callback=chosen,
+        )
+
+    def copy_reply(self) -> None:
+        chat = self._chat
+        if not chat.last_reply:
+            chat.notices.nothing_to_copy()
+            return
+        chat.app.copy_to_clipboard(chat.last_reply)
+        chat.notices.copied(len(chat.last_reply))
+
+    def export(self) -> None:
+        """Write the open thread's whole transcript to a Markdown file, in a worker."""
+        chat = self._chat
+        if chat.engine is not None:
+            chat.run_worker(
+                self._export(chat.engine, chat.thread_id),
+                name=f"export {chat.thread_id}",
+                group="export",
+                description="export a conversation",
+                exclusive=True,
+                exit_on_error=False,
+            )
+
+    async def _export(self, engine: ShopBotEngine, thread_id: str) -> None:
+        chat = self._chat
+        chat.post_message(await export_transcript(engine, chat.settings.home, thread_id))
+
+    def open_audit_log(self) -> None:
+        from shopbot_tui.screens.audit_viewer import AuditViewerScreen  # not for first paint
+
+        chat = self._chat
+        chat.app.push_screen(AuditViewerScreen(chat.settings.audit_path, thread_id=chat.thread_id))

@@ -1,0 +1,124 @@
+"""What the chat screen tells the person in notifications: the words, titles and severities.
+
+Every notification quoting a thread id, a customer or an error passes `markup=False`: those
+are text, and "[b]" in a customer's name must not turn bold.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agents.facade import redact
+
+if TYPE_CHECKING:
+    from textual.widget import Widget
+
+    from agents.facade import TurnResult
+    from shopbot_tui.messages import ChatExported, ProviderRetrying, TurnProblem
+
+# Why a message was not sent; the text stays in the box.
+STILL_LOADING = "ShopBot is still loading the engine; your message is kept."
+STILL_OPENING = "The conversation is still opening; your message is kept."
+STILL_ANSWERING = (
+    "ShopBot is still answering. Send this when the reply is done; your message is kept."
+)
+# Said here rather than the engine's refusal, which names a `shopbot resume` command line.
+WAITS_FOR_DECISION = (
+    "This conversation waits for a decision first; your message is kept. "
+    "Decide in the dialog (ctrl+r opens it again)."
+)
+
+
+class ChatNotices:
+    """The chat screen's notifications, one method for each thing it has to say."""
+
+    def __init__(self, screen: Widget) -> None:
+        self._screen = screen
+
+    def not_sent(self, reason: str) -> None:
+        self._screen.notify(reason, title="Not sent", severity="warning", markup=False)
+
+    def engine_failed(self, error: str) -> None:
+        self._screen.notify(error, title="ShopBot could not start", severity="error", markup=False)
+
+    def thread_unreadable(self, error: str) -> None:
+        self._screen.notify(
+            error, title="Could not open the conversation", severity="error", markup=False
+        )
+
+    def thread_of_another_customer(self, thread_id: str, owner: str, customer: str) -> None:
+        self._screen.notify(
+            f"Thread {thread_id} belongs to {owner}; "
+            f"start a new conversation (ctrl+n) for {customer}.",
+            title="Customer",
+            severity="warning",
+            markup=False,
+        )
+
+    def new_conversation(self, thread_id: str) -> None:
+        self._screen.notify(f"New conversation {thread_id}.", markup=False)
+
+    def provider_retrying(self, message: ProviderRetrying) -> None:
+        self._screen.notify(
+            f"{message.reason} Retrying in {message.delay:.1f}s (attempt {message.attempt}).",
+            title="Model provider busy",
+            severity="warning",
+            markup=False,
+        )
+
+    def turn_problem(self, message: TurnProblem, *, open_thread: str) -> None:
+        where = "" if message.thread_id == open_thread else f" (thread {message.thread_id})"
+        title = "Model provider unavailable" if message.kind == "provider" else "ShopBot error"
+        self._screen.notify(
+            f"{message.message} The conversation is kept; try again.",
+            title=title + where,
+            severity="error",
+            timeout=10,
+            markup=False,
+        )
+
+    def turn_ended_elsewhere(self, thread_id: str, result: TurnResult | None) -> None:
+        """A thread that is not on screen finished its turn: say so if it needs the person."""
+        if result is not None and result.pending is not None:
+            self._screen.notify(
+                f"Thread {thread_id} waits for your decision: open it with ctrl+t.",
+                title="Decision needed",
+                severity="warning",
+                markup=False,
+            )
+        elif result is not None and result.status == "done":
+            self._screen.notify(f"Thread {thread_id} has a new reply.", markup=False)
+
+    def worker_failed(self, error: BaseException | None) -> None:
+        self._screen.notify(
+            f"Something stopped unexpectedly ({redact(str(error))}).",
+            title="ShopBot error",
+            severity="error",
+            markup=False,
+        )
+
+    def decision_still_pending(self) -> None:
+        self._screen.notify("The decision is still pending: ctrl+r opens it again.")
+
+    def decision_not_sent(self, thread_id: str) -> None:
+        self._screen.notify(
+            f"Not sent: ShopBot is still answering in {thread_id}; if the "
+            "decision is still needed when it stops, ctrl+r opens it again.",
+            severity="warning",
+            markup=False,
+        )
+
+    def typed_kept(self) -> None:
+        self._screen.notify("What you typed as the decision opened is back in the message box.")
+
+    def nothing_to_copy(self) -> None:
+        self._screen.notify("There is no reply to copy yet.", severity="warning")
+
+    def copied(self, characters: int) -> None:
+        self._screen.notify(f"Copied the last reply ({characters} characters).")
+
+    def exported(self, message: ChatExported) -> None:
+        if message.error:
+            self._screen.notify(message.error, title="Export", severity="warning", markup=False)
+        else:
+            self._screen.notify(f"Saved to {message.path}", title="Chat exported", markup=False)

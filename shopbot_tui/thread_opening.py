@@ -1,0 +1,81 @@
+"""Opening a thread in the chat: the screen is emptied, the thread's history is read in a
+worker (stored_thread.py) and shown, then what its running turn reported meanwhile."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from shopbot_tui.stored_thread import read_history
+
+if TYPE_CHECKING:
+    from shopbot_tui.messages import ThreadLoaded
+    from shopbot_tui.screens.chat import ChatScreen
+
+
+class ThreadOpener:
+    """Makes a thread the one `chat` shows and sends messages to."""
+
+    def __init__(self, chat: ChatScreen) -> None:
+        self._chat = chat
+        # The open thread's history is on screen: a message can be sent.
+        self.ready = False
+
+    async def open(self, thread_id: str, customer: str | None) -> None:
+        chat = self._chat
+        await chat.view.leave()
+        chat.thread_id, chat.customer = thread_id, customer
+        chat.pending, self.ready = None, False
+        chat.panel.show_gates([])
+        chat.panel.show_session(thread_id, customer)
+        await chat.view.start_loading(chat.turns.replies_so_far.chunk(thread_id))
+        chat.sync_bindings()
+        chat.run_worker(
+            self._read(thread_id),
+            name=f"open {thread_id}",
+            group="thread-load",
+            description="read a thread's history",
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    async def _read(self, thread_id: str) -> None:
+        engine = self._chat.engine
+        assert engine is not None
+        self._chat.post_message(await read_history(engine, thread_id))
+
+    async def loaded(self, message: ThreadLoaded) -> None:
+        """Show the history read for the open thread (a read for another one is stale)."""
+        chat = self._chat
+        if message.thread_id != chat.thread_id:
+            return
+        if message.error:
+            chat.notices.thread_unreadable(message.error)
+        stored = message.info.customer if message.info is not None else None
+        if stored:
+            if chat.customer and chat.customer.casefold() != stored.casefold():
+                chat.notices.thread_of_another_customer(chat.thread_id, stored, chat.customer)
+            chat.customer = stored
+        chat.panel.show_session(chat.thread_id, chat.customer)
+        await chat.view.show_history(message.lines, message.hidden_lines, chat.customer)
+        # While a turn of this app runs on the thread, its stored state lags behind (it is
+        # saved when the run stops): a decision read there was already given. The running
+        # turn announces any new one itself.
+        answering = chat.thread_id in chat.busy
+        self.ready = True
+        pending = None if answering else message.pending
+        chat.approvals.wait_for(pending, agent=message.agent, answering=answering)
+        await self._catch_up()
+
+    async def _catch_up(self) -> None:
+        """Show what the thread's running turn reported while its history loaded."""
+        chat = self._chat
+        held = chat.view.take_held()
+        if not held:
+            return
+        if chat.thread_id not in chat.busy:
+            # The turn ended while the history loaded: shown again from its transcript.
+            await self.open(chat.thread_id, chat.customer)
+            return
+        chat.view.reopen_when_turn_ends()
+        for message in held:
+            await chat.reports.show_live(message)

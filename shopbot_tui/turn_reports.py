@@ -1,0 +1,112 @@
+"""What the chat screen does with what a running turn reports.
+
+A turn reports on its own thread, which need not be the one on screen: every thread's turn
+is ended in the turn workers (turn_workers.py), another thread's turn is at most a
+notification, and only the open thread's turn changes the chat log and the side panel.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from shopbot_tui.chat_notices import WAITS_FOR_DECISION
+from shopbot_tui.messages import (
+    AgentSwitched,
+    ProviderRetrying,
+    ReplyChunk,
+    ReplyComplete,
+    StepUpdate,
+)
+from shopbot_tui.widgets.side_panel import step_text
+
+if TYPE_CHECKING:
+    from shopbot_tui.messages import (
+        LiveReport,
+        TurnAccepted,
+        TurnEnded,
+        TurnProgress,
+        TurnRefused,
+    )
+    from shopbot_tui.screens.chat import ChatScreen
+    from shopbot_tui.thread_view import HeldLive
+
+
+class TurnReports:
+    """Applies what turns report to `chat`, its open thread and its widgets."""
+
+    def __init__(self, chat: ChatScreen) -> None:
+        self._chat = chat
+
+    async def refused(self, message: TurnRefused) -> None:
+        chat = self._chat
+        chat.turns.over(message.thread_id)
+        if message.thread_id != chat.thread_id:
+            return
+        # The text was never taken out of the input: the person can fix and resend it.
+        chat.notices.not_sent(WAITS_FOR_DECISION if message.pending is not None else message.reason)
+        chat.message_input.focus()
+        if message.decision is not None or message.pending is not None:
+            # Someone else answered the decision (`shopbot resume`), or asked for one (a
+            # `shopbot chat` turn): show the thread as stored, and its question if any.
+            await chat.open_thread(chat.thread_id, chat.customer)
+
+    async def accepted(self, message: TurnAccepted) -> None:
+        chat = self._chat
+        if message.thread_id != chat.thread_id:
+            return
+        if message.decision is not None:
+            chat.pending = None
+            chat.sync_bindings()
+        else:
+            chat.panel.show_gates([])
+            chat.message_input.take_sent(message.text)
+            await chat.view.show_sent(message.text, chat.customer)
+        # A new turn brings the view back to the newest line, and keeps it there.
+        chat.view.scroll_to_end()
+
+    async def wrote(self, message: LiveReport) -> None:
+        """A piece or the end of a reply, a note, or a retry that drops what was streamed."""
+        so_far = self._chat.turns.replies_so_far
+        if isinstance(message, ReplyChunk):
+            so_far.add(message)  # every thread's: it may be opened mid-reply
+        elif isinstance(message, (ReplyComplete, ProviderRetrying)):
+            so_far.forget(message.thread_id)  # that reply is done, or thrown away
+        await self.show_live(message)
+
+    async def show_live(self, message: HeldLive) -> None:
+        """Show what the open thread's running turn reports (held while its history loads)."""
+        if message.thread_id == self._chat.thread_id:
+            await self._chat.view.show_live(message)
+
+    def progressed(self, message: TurnProgress) -> None:
+        """The open thread's turn moved on: another agent, another step, a gate's result."""
+        chat = self._chat
+        if message.thread_id != chat.thread_id:
+            return
+        if isinstance(message, AgentSwitched):
+            chat.panel.show_agent(message.agent)
+        elif isinstance(message, StepUpdate):
+            chat.panel.show_agent(
+                message.agent, step_text(message.step, message.detail, message.attempt)
+            )
+        else:
+            chat.panel.add_gate(message.gate, message.ok, message.detail)
+
+    async def ended(self, message: TurnEnded) -> None:
+        chat = self._chat
+        chat.turns.over(message.thread_id)
+        result = message.result
+        if message.thread_id != chat.thread_id:
+            chat.notices.turn_ended_elsewhere(message.thread_id, result)
+            return
+        await chat.view.turn_ended(message)
+        if chat.view.reopen_after_turn:
+            # The checks this turn reported stay in the side panel.
+            gates = chat.panel.gates
+            await chat.open_thread(chat.thread_id, chat.customer)
+            chat.panel.show_gates(gates)
+            return
+        if result is None:
+            chat.panel.show_agent(chat.panel.agent, step_text("idle"))
+            return
+        chat.approvals.wait_for(result.pending, agent=result.active_agent)

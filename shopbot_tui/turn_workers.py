@@ -1,0 +1,84 @@
+"""The chat's turn workers: at most one per thread, and what the screen keeps of each.
+
+A worker runs `drive_turn`, which only posts messages to the screen. While it runs its thread
+is busy (a second message there is refused, not queued), full garbage collections wait
+(collector.py), and what it has written of its reply is kept for a thread opened again
+mid-reply (replies_so_far.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
+
+from textual.worker import Worker, WorkerState
+
+from shopbot_tui.collector import CollectorPause
+from shopbot_tui.replies_so_far import RepliesSoFar
+from shopbot_tui.turn_stream import drive_turn
+
+if TYPE_CHECKING:
+    from textual.dom import DOMNode
+
+    from agents.facade import EngineEvent
+
+# A turn worker's group is this and its thread: `exclusive` then cancels only that thread's.
+TURN_GROUP = "turn:"
+
+
+class TurnWorkers:
+    """Starts each thread's turn worker on `node` (the chat screen), and ends its turn."""
+
+    def __init__(self, node: DOMNode) -> None:
+        self._node = node
+        # Threads with a turn in flight: a second message there is refused, not queued.
+        self.busy: set[str] = set()
+        self.replies_so_far = RepliesSoFar()
+        self._collector = CollectorPause()
+
+    def start(
+        self,
+        thread_id: str,
+        events: Callable[[], AsyncIterator[EngineEvent]],
+        *,
+        text: str = "",
+        decision: str | None = None,
+    ) -> None:
+        """Start the one turn worker of `thread_id`."""
+        from agents.facade import InputError  # loaded by now: the engine is running
+
+        self.busy.add(thread_id)
+        self._collector.hold(thread_id)
+        self._node.run_worker(
+            drive_turn(
+                self._node.post_message,
+                thread_id,
+                events,
+                input_error=InputError,
+                text=text,
+                decision=decision,
+            ),
+            name=f"turn {thread_id}",
+            group=f"{TURN_GROUP}{thread_id}",
+            description="answer a customer message" if decision is None else "resume a decision",
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    def over(self, thread_id: str) -> None:
+        """The turn of `thread_id` ended (or never started)."""
+        self.busy.discard(thread_id)
+        self.replies_so_far.forget(thread_id)
+        self._collector.release(thread_id)
+
+    def worker_changed(self, event: Worker.StateChanged) -> None:
+        """A cancelled or failed turn worker posts no TurnEnded: its turn is over here."""
+        group = event.worker.group
+        if event.state == WorkerState.CANCELLED and group.startswith(TURN_GROUP):
+            self.over(group.removeprefix(TURN_GROUP))
+        if event.state == WorkerState.ERROR:
+            self.over(group.removeprefix(TURN_GROUP))
+
+    def release_all(self) -> None:
+        """The app may quit mid-turn: the collector must not stay off behind it."""
+        self._collector.release_all()
