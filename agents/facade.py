@@ -45,7 +45,7 @@ from agents.logging_setup import configure_logging
 from agents.redaction import redact
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.sqlite_store import StorageError
-from agents.store_damage import diagnose_storage
+from agents.store_damage import diagnose_storage, failure_text, file_failure_text
 from agents.text_safety import (
     MessageRejected,
     person_name,
@@ -115,6 +115,8 @@ __all__ = [
     "TurnResult",
     "configure_logging",
     "diagnose_storage",
+    "failure_text",
+    "file_failure_text",
     "load_engine",
     "note_for",
     "person_name",

@@ -86,3 +86,17 @@ def unreadable_thread(settings: Settings, thread_id: str, exc: BaseException) ->
         f"cannot be read ({type(exc).__name__}: {exc}). Nothing was changed; its transcript "
         "and audit events are kept. Start a new conversation."
     )
+
+
+def file_failure_text(what: str, path: Path, exc: BaseException) -> str:
+    """`failure_text` for a front that reads one store only (the audit viewer)."""
+    if is_damage(exc) and (problem := quick_check(path)) is not None:
+        return damaged_text(what, path, problem)
+    return str(exc) or type(exc).__name__
+
+
+def failure_text(settings: Settings, exc: BaseException) -> str:
+    """What a front shows for a failed read: the damaged store by name when it is damage.
+    Runs `quick_check` on the failure path only, so call it off the event loop."""
+    damage = diagnose_storage(settings, exc)
+    return str(damage) if damage is not None else str(exc) or type(exc).__name__

@@ -68,7 +68,10 @@ class ChatCommands:
 
         chat.app.push_screen(
             ThreadsScreen(
-                chat.engine.list_threads, current_thread=chat.thread_id, customer=chat.customer
+                chat.engine.list_threads,
+                current_thread=chat.thread_id,
+                customer=chat.customer,
+                settings=chat.settings,
             ),
             callback=chosen,
         )

@@ -8,7 +8,7 @@ import asyncio
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from agents.facade import DEFAULT_AGENT, redact
+from agents.facade import DEFAULT_AGENT, failure_text, redact
 from shopbot_tui.chat_export import export_chat
 from shopbot_tui.messages import ChatExported, ThreadLoaded
 
@@ -38,7 +38,8 @@ async def read_history(engine: ShopBotEngine, thread_id: str) -> ThreadLoaded:
         agent = await engine.active_agent(thread_id)
         pending = await engine.pending_approval(thread_id)
     except Exception as exc:
-        return ThreadLoaded(thread_id, None, [], 0, DEFAULT_AGENT, None, str(exc))
+        problem = await asyncio.to_thread(failure_text, engine.settings, exc)
+        return ThreadLoaded(thread_id, None, [], 0, DEFAULT_AGENT, None, problem)
     shown = lines[-HISTORY_LINES:]
     return ThreadLoaded(thread_id, info, shown, len(lines) - len(shown), agent, pending)
 
@@ -53,5 +54,6 @@ async def export_transcript(engine: ShopBotEngine, home: Path, thread_id: str) -
             export_chat, home, thread_id, info, lines, now=datetime.now().astimezone()
         )
     except Exception as exc:  # a full disk or a locked store: say so, keep the chat
-        return ChatExported(error=f"Could not export: {redact(str(exc))}")
+        problem = await asyncio.to_thread(failure_text, engine.settings, exc)
+        return ChatExported(error=f"Could not export: {redact(problem)}")
     return ChatExported(path=str(path))

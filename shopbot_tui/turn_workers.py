@@ -74,9 +74,10 @@ class TurnWorkers:
     def worker_changed(self, event: Worker.StateChanged) -> None:
         """A cancelled or failed turn worker posts no TurnEnded: its turn is over here."""
         group = event.worker.group
-        if event.state == WorkerState.CANCELLED and group.startswith(TURN_GROUP):
-            self.over(group.removeprefix(TURN_GROUP))
-        if event.state == WorkerState.ERROR:
+        # Only turn workers: a failed export must not free a thread that happens to be
+        # called "export".
+        ended = event.state in (WorkerState.CANCELLED, WorkerState.ERROR)
+        if ended and group.startswith(TURN_GROUP):
             self.over(group.removeprefix(TURN_GROUP))
 
     def release_all(self) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from agents.audit_log import AuditLog
 from agents.thread_registry import ThreadRegistry
+from tests.fakes.damage import damage_thread_state, filled_audit_log, garble_past_first_page
 from tests.fakes.fake_mistral import FAKE_API_KEY, FakeMistralServer, structured, text, tool_call
 
 pytestmark = pytest.mark.cli
@@ -456,3 +457,22 @@ def test_threads_and_audit_json_escape_what_would_steer_a_terminal(tmp_path: Pat
         assert listed.returncode == 0, listed.stderr
         assert not {"\u202e", "\u200e", "\x9b", "\u2028"}.intersection(listed.stdout)
         assert json.loads(listed.stdout)[field] == value
+
+
+def test_the_command_line_names_a_log_damaged_past_its_first_page(tmp_path: Path) -> None:
+    path = tmp_path / "audit.sqlite"
+    filled_audit_log(path)
+    damaged = garble_past_first_page(path)
+    done = run(tmp_path, "audit", "--text", "nothing-like-this", "--limit", "500")
+    assert done.returncode == 2
+    line = one_line_error(done)
+    assert f"audit log at {path} is damaged" in line and "unexpected" not in line
+    assert path.read_bytes() == damaged
+
+
+def test_the_command_line_exits_2_for_a_damaged_conversation(tmp_path: Path) -> None:
+    assert run(tmp_path, "chat", "hurt", "Where is ORD-001?").returncode == 0
+    damage_thread_state(tmp_path, "hurt")
+    done = run(tmp_path, "chat", "hurt", "Where is ORD-001 now?")
+    assert done.returncode == 2
+    assert "stored state of conversation hurt" in one_line_error(done)

@@ -8,35 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from agents.audit_log import AuditLog
 from agents.settings import Settings
 from agents.store_damage import damaged_stores, diagnose_storage, quick_check
 from tests.engine_support import open_engine, say
-from tests.test_cli import one_line_error, run
-
-PAGE = 4096
-
-
-def filled_audit_log(path: Path, events: int = 3_000) -> None:
-    with AuditLog(path) as audit:
-        audit.append_many(
-            {"kind": "gate_passed", "thread_id": f"t{i % 7}", "detail": {"n": i, "pad": "x" * 80}}
-            for i in range(events)
-        )
-    with sqlite3.connect(path) as conn:  # everything into the main file, the WAL emptied
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
-
-
-def garble_past_first_page(path: Path) -> bytes:
-    """Flip bytes all over the file except its first pages, as a bad disk would; the file
-    still opens (the first page is sound). Returns the damaged bytes."""
-    data = bytearray(path.read_bytes())
-    assert len(data) > 8 * PAGE, "too small to damage past its start"
-    for offset in range(3 * PAGE, len(data), 61):
-        data[offset] ^= 0x5A
-    path.write_bytes(bytes(data))
-    return bytes(data)
+from tests.fakes.damage import damage_thread_state, filled_audit_log, garble_past_first_page
 
 
 def test_quick_check_finds_damage_past_the_first_page_and_changes_nothing(
@@ -75,29 +50,13 @@ def test_several_damaged_files_are_all_named(tmp_path: Path) -> None:
     assert "Nothing was changed" in text and "mv '" in text
 
 
-@pytest.mark.cli
-def test_the_command_line_names_a_log_damaged_past_its_first_page(tmp_path: Path) -> None:
-    path = tmp_path / "audit.sqlite"
-    filled_audit_log(path)
-    damaged = garble_past_first_page(path)
-    done = run(tmp_path, "audit", "--text", "nothing-like-this", "--limit", "500")
-    assert done.returncode == 2
-    line = one_line_error(done)
-    assert f"audit log at {path} is damaged" in line and "unexpected" not in line
-    assert path.read_bytes() == damaged
-
-
 async def test_a_conversation_whose_stored_state_is_damaged_says_so_and_others_go_on(
     tmp_path: Path,
 ) -> None:
     async with open_engine(tmp_path) as engine:
         assert (await say(engine, "hurt", "Where is ORD-001?", "Alex")).result.status == "done"
         assert (await say(engine, "fine", "Where is ORD-001?", "Alex")).result.status == "done"
-    # Inside a sound file, the stored state of one thread no longer decodes (0xc1 is a byte
-    # MessagePack never uses).
-    with sqlite3.connect(tmp_path / "checkpoints.sqlite") as conn:
-        conn.execute("UPDATE checkpoints SET checkpoint = X'c1c1c1c1' WHERE thread_id = 'hurt'")
-    conn.close()
+    damage_thread_state(tmp_path, "hurt")
     async with open_engine(tmp_path) as engine:
         turn = await say(engine, "hurt", "Where is ORD-001 now?", "Alex")
         result = turn.result
@@ -112,14 +71,3 @@ async def test_a_conversation_whose_stored_state_is_damaged_says_so_and_others_g
         assert other.result.status == "done" and "Wireless Headphones" in other.result.reply
         with pytest.raises(Exception, match="stored state of conversation hurt"):
             await engine.pending_approval("hurt")
-
-
-@pytest.mark.cli
-def test_the_command_line_exits_2_for_a_damaged_conversation(tmp_path: Path) -> None:
-    assert run(tmp_path, "chat", "hurt", "Where is ORD-001?").returncode == 0
-    with sqlite3.connect(tmp_path / "checkpoints.sqlite") as conn:
-        conn.execute("UPDATE checkpoints SET checkpoint = X'c1c1c1c1' WHERE thread_id = 'hurt'")
-    conn.close()
-    done = run(tmp_path, "chat", "hurt", "Where is ORD-001 now?")
-    assert done.returncode == 2
-    assert "stored state of conversation hurt" in one_line_error(done)

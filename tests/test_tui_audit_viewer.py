@@ -28,6 +28,7 @@ from shopbot_tui.screens import audit_viewer
 from shopbot_tui.screens.audit_viewer import PAGE_SIZE, AuditViewerScreen, _PageLoaded
 from shopbot_tui.widgets.audit_detail import CLIPPED_NOTE, MAX_VALUE_CHARS
 from shopbot_tui.widgets.audit_table import AuditEventTable
+from tests.fakes.damage import filled_audit_log, garble_past_first_page
 
 MARKUP = "[bold]x[/] arrived broken"
 LINK_AND_ESC = "[link=http://evil]y[/link] \x1b[31mred\x1b[0m angry"
@@ -238,6 +239,21 @@ async def test_a_damaged_log_says_so_instead_of_crashing(tmp_path: Path) -> None
         assert str(empty.content).startswith("The audit log can't be read: The audit log at")
         assert not screen.query_one("#audit-results").has_class("-loading")
         assert any(n.title == "Audit log unavailable" for n in pilot.app._notifications)
+
+
+async def test_a_log_damaged_past_its_first_page_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "audit.sqlite"
+    filled_audit_log(path)
+    damaged = garble_past_first_page(path)  # it opens; its pages fail when read
+    async with ViewerHost(path).run_test(size=(120, 32)) as pilot:
+        await settle(pilot)
+        screen = pilot.app.screen
+        assert isinstance(screen, AuditViewerScreen)
+        empty = screen.query_one("#audit-empty", Static)
+        assert empty.display
+        assert f"The audit log at {path} is damaged" in str(empty.content)
+        assert "mv '" in str(empty.content)
+    assert path.read_bytes() == damaged
 
 
 async def test_thread_filter_picked_with_keys(audit_path: Path) -> None:

@@ -10,10 +10,14 @@ from typing import Any
 from textual.command import CommandPalette
 from textual.widgets import DataTable, Input
 
+from agents.facade import ShopBotEngine
+from agents.offline.demo_model import OfflineDemoModel
+from agents.settings import Settings
 from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.screens.threads import ThreadsScreen
 from shopbot_tui.widgets.conversation import AssistantReply
+from tests.fakes.damage import damage_thread_state
 from tests.test_tui_helpers import (
     SIZE,
     GatedModel,
@@ -290,3 +294,23 @@ async def test_audit_log_opens_over_the_chat(tmp_path: Path) -> None:
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
         assert app.chat.thread_id == "t-audit"
+
+
+async def test_a_conversation_whose_stored_state_is_damaged_says_so_and_the_app_goes_on(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(home=tmp_path, force_offline=True)
+    async with ShopBotEngine(settings, model=OfflineDemoModel()) as engine:
+        assert (await engine.send("t-hurt", "Where is ORD-002?", customer="Sam")).status == "done"
+    damage_thread_state(tmp_path, "t-hurt")
+    app = make_app(tmp_path, thread_id="t-hurt")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        (problem,) = iter_notices(app, "error")
+        assert problem.startswith("Could not open the conversation: The stored state of")
+        assert "conversation t-hurt" in problem and "Start a new conversation" in problem
+        # A new conversation works as ever.
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?")
+        assert "In Transit" in replies(app)[-1]

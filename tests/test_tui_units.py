@@ -9,6 +9,8 @@ from datetime import datetime
 
 import pytest
 from textual.message import Message
+from textual.widget import Widget
+from textual.worker import Worker, WorkerState
 
 from agents.errors import DecisionPending, InputError
 from agents.events import (
@@ -42,6 +44,7 @@ from shopbot_tui.messages import (
 )
 from shopbot_tui.screens.approval import describe, headline, money
 from shopbot_tui.turn_stream import drive_turn, translate
+from shopbot_tui.turn_workers import TURN_GROUP, TurnWorkers
 from shopbot_tui.widgets.audit_table import fit_cell
 from shopbot_tui.widgets.side_panel import HANDOFF_TARGETS, step_text
 
@@ -255,3 +258,20 @@ def test_audit_cells_are_cut_to_width_a_thread_id_keeping_its_end() -> None:
     assert fit_cell(thread, 16) == "20261130-064215…"
     assert fit_cell("T-alex", 8, keep_end=True) == "T-alex  "
     assert fit_cell("注文の詳細", 7) == "注文の…"  # wide characters count twice
+
+
+@pytest.mark.parametrize("state", [WorkerState.ERROR, WorkerState.CANCELLED])
+def test_only_a_turn_worker_ending_frees_its_thread(state: WorkerState) -> None:
+    turns = TurnWorkers(Widget())
+    turns.busy |= {"export", "thread-load", "t1"}
+
+    def ended(group: str) -> Worker.StateChanged:
+        worker = Worker(Widget(), lambda: None, group=group)
+        return Worker.StateChanged(worker, state)
+
+    # Exporting and loading workers fail too; threads may be named like their groups.
+    turns.worker_changed(ended("export"))
+    turns.worker_changed(ended("thread-load"))
+    assert turns.busy == {"export", "thread-load", "t1"}
+    turns.worker_changed(ended(f"{TURN_GROUP}t1"))
+    assert turns.busy == {"export", "thread-load"}

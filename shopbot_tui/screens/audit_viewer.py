@@ -27,7 +27,7 @@ from textual.theme import Theme
 from textual.widgets import Footer, Header, Input, LoadingIndicator, Static
 from textual.worker import get_current_worker
 
-from agents.facade import AuditEvent, AuditLog, AuditQuery, StorageError
+from agents.facade import AuditEvent, AuditLog, AuditQuery, StorageError, file_failure_text
 from shopbot_tui.widgets.audit_detail import AuditEventDetail
 from shopbot_tui.widgets.audit_filters import AuditFilterBar
 from shopbot_tui.widgets.audit_table import AuditEventTable, kind_styles
@@ -264,12 +264,16 @@ class AuditViewerScreen(Screen[None]):
             raise StorageError("The audit viewer is closed.")
         return log
 
+    def _problem(self, exc: Exception) -> str:
+        """(In a worker thread: naming damage runs SQLite's quick_check.)"""
+        return file_failure_text("audit log", self.audit_path, exc)
+
     @work(thread=True, exclusive=True, group="audit-page", exit_on_error=False)
     def _load_page(self, generation: int, query: AuditQuery, before_id: int | None) -> None:
         try:
             events = self._log("pages").page(query, limit=PAGE_SIZE, before_id=before_id)
         except _DB_ERRORS as exc:
-            self.post_message(_LoadFailed(generation, str(exc), page=True))
+            self.post_message(_LoadFailed(generation, self._problem(exc), page=True))
             return
         if not get_current_worker().is_cancelled:
             loaded = _PageLoaded(generation, events, first=before_id is None)
@@ -281,7 +285,7 @@ class AuditViewerScreen(Screen[None]):
         try:
             count = self._log("stats").count(query)
         except _DB_ERRORS as exc:
-            self.post_message(_LoadFailed(generation, str(exc), page=False))
+            self.post_message(_LoadFailed(generation, self._problem(exc), page=False))
             return
         if not get_current_worker().is_cancelled:
             self.post_message(_CountLoaded(generation, count))
@@ -299,7 +303,7 @@ class AuditViewerScreen(Screen[None]):
         try:
             path, count = export_file(self._log("export"), query, self.export_dir)
         except _DB_ERRORS as exc:
-            self.post_message(_ExportFinished(None, 0, str(exc)))
+            self.post_message(_ExportFinished(None, 0, self._problem(exc)))
             return
         self.post_message(_ExportFinished(path, count))
 

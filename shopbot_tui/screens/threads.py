@@ -17,7 +17,15 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Input, Static
 
-from agents.facade import AGENT_TITLES, MessageRejected, ThreadInfo, person_name, visible
+from agents.facade import (
+    AGENT_TITLES,
+    MessageRejected,
+    Settings,
+    ThreadInfo,
+    failure_text,
+    person_name,
+    visible,
+)
 from shopbot_tui.ids import new_thread_id
 
 STATUS_MARKS: dict[str, tuple[str, str]] = {
@@ -71,9 +79,11 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         *,
         current_thread: str | None,
         customer: str | None,
+        settings: Settings | None = None,
     ) -> None:
         super().__init__()
         self._list_threads = list_threads
+        self._settings = settings  # to name a damaged store, should the list fail
         self._current = current_thread
         self._customer = customer
         self._threads: list[ThreadInfo] = []
@@ -125,7 +135,12 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         try:
             threads = await asyncio.to_thread(self._list_threads)
         except Exception as exc:
-            self.post_message(ThreadsLoaded([], error=str(exc)))
+            problem = (
+                await asyncio.to_thread(failure_text, self._settings, exc)
+                if self._settings is not None
+                else str(exc)
+            )
+            self.post_message(ThreadsLoaded([], error=problem))
         else:
             self.post_message(ThreadsLoaded(threads))
 
