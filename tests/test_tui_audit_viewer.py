@@ -227,32 +227,33 @@ async def test_alarm_kinds_stand_out_in_every_theme(audit_path: Path) -> None:
         assert kind_style(alarm).color != dark_colour  # re-coloured from the new theme
 
 
-async def test_a_damaged_log_says_so_instead_of_crashing(tmp_path: Path) -> None:
-    path = tmp_path / "audit.sqlite"
+def not_a_database(path: Path) -> bytes:
     path.write_bytes(b"this is not a database" * 100)
+    return path.read_bytes()
+
+
+def damaged_past_its_first_page(path: Path) -> bytes:
+    filled_audit_log(path)
+    return garble_past_first_page(path)  # it opens; its pages fail when read
+
+
+@pytest.mark.parametrize("damage", [not_a_database, damaged_past_its_first_page])
+async def test_a_damaged_log_is_named_instead_of_crashing(
+    tmp_path: Path, damage: Callable[[Path], bytes]
+) -> None:
+    path = tmp_path / "audit.sqlite"
+    damaged = damage(path)
     async with ViewerHost(path).run_test(size=(120, 32)) as pilot:
         await settle(pilot)
         screen = pilot.app.screen
         assert isinstance(screen, AuditViewerScreen)
         empty = screen.query_one("#audit-empty", Static)
         assert empty.display
-        assert str(empty.content).startswith("The audit log can't be read: The audit log at")
+        shown = str(empty.content)
+        assert shown.startswith(f"The audit log can't be read: The audit log at {path}")
+        assert "damaged" in shown and "mv '" in shown
         assert not screen.query_one("#audit-results").has_class("-loading")
         assert any(n.title == "Audit log unavailable" for n in pilot.app._notifications)
-
-
-async def test_a_log_damaged_past_its_first_page_is_named(tmp_path: Path) -> None:
-    path = tmp_path / "audit.sqlite"
-    filled_audit_log(path)
-    damaged = garble_past_first_page(path)  # it opens; its pages fail when read
-    async with ViewerHost(path).run_test(size=(120, 32)) as pilot:
-        await settle(pilot)
-        screen = pilot.app.screen
-        assert isinstance(screen, AuditViewerScreen)
-        empty = screen.query_one("#audit-empty", Static)
-        assert empty.display
-        assert f"The audit log at {path} is damaged" in str(empty.content)
-        assert "mv '" in str(empty.content)
     assert path.read_bytes() == damaged
 
 
