@@ -301,7 +301,8 @@ class ShopBotEngine:
             if isinstance(exc, sqlite3.DatabaseError) and not is_damage(exc):
                 raise
             log.exception("reading the stored state of %s failed", thread_id)
-            raise unreadable_thread(self.settings, thread_id, exc) from exc
+            # (Off the event loop: naming the damage runs SQLite's quick_check.)
+            raise await asyncio.to_thread(unreadable_thread, self.settings, thread_id, exc) from exc
 
     @asynccontextmanager
     async def _turn(self, thread_id: str) -> AsyncIterator[None]:
@@ -423,7 +424,7 @@ class ShopBotEngine:
         """What broke the turn, for the person: a damaged store by name, else no internals."""
         if isinstance(exc, StorageError):  # (it says what to do already)
             return TurnFailed(kind="storage", message=str(exc))
-        if (damage := diagnose_storage(self.settings, exc)) is not None:
+        if (damage := await asyncio.to_thread(diagnose_storage, self.settings, exc)) is not None:
             return TurnFailed(kind="storage", message=str(damage))
         if isinstance(exc, ValueError | TypeError):
             # Perhaps the thread's stored state no longer decodes: then say that instead.
@@ -497,8 +498,7 @@ class ShopBotEngine:
             thread_id, active_agent=agent, status="idle" if status == "done" else status
         )
         if status == "done" and info.turns % PRUNE_EVERY == 0:
-            # Nothing pending: superseded checkpoints and finished subgraph runs can go.
-            await self._saver.aprune([thread_id], strategy="idle")
+            await self._prune(thread_id)
         self._recorder.append(
             "turn_finished", thread_id=thread_id, agent=agent, detail={"status": status}
         )
@@ -511,6 +511,14 @@ class ShopBotEngine:
             error=failure.message if failure else None,
             failed=failure.kind if failure else None,
         )
+
+    async def _prune(self, thread_id: str) -> None:
+        """Nothing pending: superseded checkpoints and finished subgraph runs can go. Only
+        housekeeping, so a failure (a lock held too long, a full disk) ends no turn."""
+        try:
+            await self._saver.aprune([thread_id], strategy="idle")
+        except Exception:
+            log.exception("pruning the checkpoints of %s failed; kept for the next time", thread_id)
 
     async def _mend_tail(
         self,

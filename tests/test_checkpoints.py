@@ -98,3 +98,20 @@ async def test_a_store_that_is_not_a_database_is_refused_clearly(tmp_path: Path)
     path.write_bytes(b"this is not a database, it is a shopping list" * 100)
     with pytest.raises(StorageError, match="conversation store"):
         await open_checkpoints(path)
+
+
+async def test_a_pruning_that_fails_ends_no_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with open_engine(tmp_path) as engine:
+
+        async def locked(thread_ids: list[str], *, strategy: str = "keep_latest") -> None:
+            raise sqlite3.OperationalError("database is locked")
+
+        monkeypatch.setattr(engine._saver, "aprune", locked)
+        await chat(engine, "busy", PRUNE_EVERY)  # the tenth turn tries, fails, and is done
+        assert len(rows(tmp_path, "busy")) == PRUNE_EVERY  # kept for the next pruning
+        assert "pruning the checkpoints of busy failed" in caplog.text
+        monkeypatch.undo()
+        await chat(engine, "busy", PRUNE_EVERY)
+        assert len(rows(tmp_path, "busy")) == 1
