@@ -1,15 +1,15 @@
 """The append-only audit log: what every agent, gate, tool and human decided, and when.
 
 One SQLite file. Triggers make UPDATE and DELETE fail, a trigram FTS5 index (kept in
-sync by a trigger) serves free-text search, and pages are keyed by id, so a deep page
-of 100k events costs what the first one does. Details are redacted before they are stored.
+sync by a trigger, see audit_search) serves free-text search, and pages are keyed by id, so a
+deep page of 100k events costs what the first one does. Details are redacted before they are
+stored.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -19,12 +19,16 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, TextIO
 
-from agents.redaction import redact, redact_data
-from agents.sqlite_store import (
-    SqliteStore,
-    storable_text,
-    utc_timestamp,
+from agents.audit_search import (
+    INDEX_VERSION,
+    REINDEX,
+    SEARCH_SCHEMA,
+    contains,
+    parse_search,
+    text_clause,
 )
+from agents.redaction import redact, redact_data
+from agents.sqlite_store import SqliteStore, apply_schema, storable_text, utc_timestamp
 from agents.text_safety import visible
 
 AUDIT_KINDS: frozenset[str] = frozenset(
@@ -48,14 +52,9 @@ AUDIT_KINDS: frozenset[str] = frozenset(
     }
 )
 MAX_PAGE = 10_000
-# Trigram FTS needs 3 characters; shorter searches scan (still stopping at the page limit).
-_MIN_FTS_CHARS = 3
 # Up to this many rows left by the other filters, testing each row's text (~4 µs) beats
 # walking the FTS index for a common word.
 _PROBE_ROWS = 5_000
-# The table and `shopbot audit` show a detail as `key=value`, the index holds `key: value`
-# (so does every log written so far): a search for `key=` looks for both forms.
-_SHOWN_KEY = re.compile(r"(?<=\w)=")
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS events (
@@ -73,20 +72,7 @@ _SCHEMA = (
         BEGIN SELECT RAISE(ABORT, 'audit events are append-only: UPDATE refused'); END""",
     """CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
         BEGIN SELECT RAISE(ABORT, 'audit events are append-only: DELETE refused'); END""",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(body, tokenize='trigram')",
-    # The searchable text: thread, agent, kind, then every detail key and value unescaped
-    # (json_tree), so a search for `"quoted"` text finds it as the customer typed it.
-    """CREATE TRIGGER IF NOT EXISTS events_fts_sync AFTER INSERT ON events BEGIN
-        INSERT INTO events_fts(rowid, body) VALUES (
-            new.id,
-            coalesce(new.thread_id, '') || char(10) || coalesce(new.agent, '') || char(10)
-            || new.kind || char(10) || coalesce((
-                SELECT group_concat(
-                    CASE WHEN typeof(key) = 'text' THEN key || ': ' ELSE '' END
-                    || coalesce(atom, ''), char(10))
-                FROM json_tree(new.detail)), '')
-        );
-    END""",
+    *SEARCH_SCHEMA,
 )
 
 
@@ -156,7 +142,11 @@ class AuditLog(SqliteStore):
         super().__init__(path)
         self._secrets = tuple(s for s in secrets if s)
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._conn.create_function("shopbot_contains", 2, _contains, deterministic=True)
+        self._conn.create_function("shopbot_contains", 2, contains, deterministic=True)
+        if self._conn.execute("PRAGMA user_version").fetchone()[0] < INDEX_VERSION:
+            # A log from before the index held what the rows show: index it anew, once
+            # (about 3 s per 100k events; two processes racing here both just rebuild).
+            apply_schema(self._conn, REINDEX, path=path, what=self.WHAT)
 
     def _prepare(
         self,
@@ -285,16 +275,15 @@ class AuditLog(SqliteStore):
     def _plan(self, query: AuditQuery, before_id: int | None) -> tuple[str, list[Any], str]:
         """`FROM ... WHERE ...`, its parameters, and the id column to order by (lock held)."""
         clauses, params = _structured(query)
-        # Undecodable bytes were stored as U+FFFD: searched for as such (SQLite refuses them).
-        text = storable_text(query.text or "").strip()
+        terms = parse_search(query.text or "")
         # Free text: walk the FTS index in rowid order (a page stops after `limit` hits), unless
         # the other filters leave few rows: then test just those rows' text. Either way alone
         # has a 100 ms case: a common word within a rare kind, a rare word within a common one.
-        probe = bool(text and clauses) and self._rows_matching(clauses, params) <= _PROBE_ROWS
-        order = "f.rowid" if text and not probe else "e.id"
+        probe = bool(terms and clauses) and self._rows_matching(clauses, params) <= _PROBE_ROWS
+        order = "f.rowid" if terms and not probe else "e.id"
         source = "events e"
-        if text:
-            search, text_params = _text_clause(text, index=not probe)
+        if terms:
+            search, text_params = text_clause(terms, index=not probe)
             if probe:
                 exists = "EXISTS (SELECT 1 FROM events_fts f WHERE f.rowid = e.id AND {})"
                 clauses.append(exists.format(search))
@@ -334,34 +323,6 @@ def _structured(query: AuditQuery) -> tuple[list[str], list[Any]]:
         clauses.append("e.ts < ?")
         params.append(_normalise_ts(query.until))
     return clauses, params
-
-
-def _text_clause(text: str, *, index: bool) -> tuple[str, list[str]]:
-    """A predicate on `f.body` (the searchable text) and its parameters: `text` as typed,
-    or as the index holds what the table shows as `key=value`."""
-    needles = list(dict.fromkeys((text, _SHOWN_KEY.sub(": ", text))))
-    if index and len(text) >= _MIN_FTS_CHARS:
-        # A quoted FTS5 string is a phrase: with trigrams, a case-insensitive substring.
-        phrases = ['"' + needle.replace('"', '""') + '"' for needle in needles]
-        return "events_fts MATCH ?", [" OR ".join(phrases)]
-    if text.isascii():
-        # LIKE folds ASCII case only, which is all an ASCII needle needs.
-        like = "f.body LIKE ? ESCAPE '\\'"
-        return _any_of(like, len(needles)), [f"%{_like_escaped(n)}%" for n in needles]
-    contains = "shopbot_contains(f.body, ?)"
-    return _any_of(contains, len(needles)), [needle.casefold() for needle in needles]
-
-
-def _any_of(predicate: str, count: int) -> str:
-    return predicate if count == 1 else "(" + " OR ".join([predicate] * count) + ")"
-
-
-def _like_escaped(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _contains(body: str | None, needle: str) -> bool:
-    return body is not None and needle in body.casefold()
 
 
 def _normalise_ts(value: str) -> str:

@@ -106,7 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--thread", dest="audit_thread", type=_thread_id, help="only this conversation"
     )
     audit.add_argument("--kind", help="only this kind of event")
-    audit.add_argument("--text", help="only events whose detail contains this text")
+    audit.add_argument(
+        "--text",
+        help='only events showing every word of TEXT (key=value as printed, "a phrase")',
+    )
     audit.add_argument(
         "--limit", type=_audit_limit, default=100, help="at most this many (default 100)"
     )

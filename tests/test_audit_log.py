@@ -229,7 +229,10 @@ def texts(log: AuditLog) -> dict[str, int]:
         ("e=a", {"plain"}),
         ("e=К", {"cyrillic"}),
         ("e=", {"cyrillic", "cjk", "markup", "percent", "underscore", "quote", "plain"}),
-        ("message=axb x", set()),
+        # Several terms: an event must show every one; a quoted phrase is one term.
+        ("message=axb x", {"plain"}),
+        ('message="axb x"', set()),
+        ('message="axb plain"', {"plain"}),
         ("nothing like this", set()),
     ],
 )

@@ -164,6 +164,22 @@ def test_threads_and_audit_json_lines(tmp_path: Path) -> None:
     assert {json.loads(line)["detail"]["tool"] for line in tools} == {"lookup_order"}
 
 
+def test_audit_text_finds_events_showing_every_term_as_printed(tmp_path: Path) -> None:
+    run(tmp_path, "chat", "s1", "Where is my order ORD-001?", "--customer", "Alex")
+    misread = "I want a refund for ORD-01, it broke after a week"
+    run(tmp_path, "chat", "s2", misread, "--customer", "Alex")
+    failed = run(tmp_path, "audit", "--text", "gate=order_id ok=false").stdout.splitlines()
+    assert failed and all("  gate_failed  gate=order_id ok=false " in line for line in failed)
+    passed = run(tmp_path, "audit", "--thread", "s1", "--text", "order_id=ORD-001 ok=true")
+    lines = passed.stdout.splitlines()
+    assert len(lines) >= 2 and all("  gate_passed  " in line for line in lines)
+    assert all(" ok=true " in line for line in lines)
+    # Quotes and FTS5 operators are text: an answer, never an SQL error.
+    for search in ['"', '"unterminated', "NEAR(ok", "ok=true AND -gate*", "(", ":"]:
+        done = run(tmp_path, "audit", "--text", search)
+        assert (done.returncode, done.stderr) == (0, ""), search
+
+
 def test_provider_down_exits_1_and_keeps_the_thread(tmp_path: Path) -> None:
     dead = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": "http://127.0.0.1:9/v1"}
     done = run(tmp_path, "chat", "p1", "Where is ORD-001?", "--json", env=dead)

@@ -312,6 +312,39 @@ async def test_text_typed_as_the_table_shows_a_detail_finds_it(audit_path: Path)
         assert ids(table) == [12, 7]
 
 
+async def test_several_pairs_typed_as_the_table_shows_them_find_events_with_all(
+    audit_path: Path,
+) -> None:
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        await pilot.press("slash", *"order_id=ORD-002 amount=14.99", "enter")
+        await settle(pilot)
+        assert ids(table) == [12, 7]
+        for row in (0, 1):
+            assert {"order_id=ORD-002", "amount=14.99"} <= set(row_plain(table, row)[4].split())
+        assert count_label(screen) == "2 events"
+        screen.set_filters(text='gate=order_id "ORD-0O2" refund_agent')
+        await settle(pilot)
+        assert ids(table) == [5]
+
+
+async def test_search_syntax_typed_by_a_person_is_text_never_an_error(audit_path: Path) -> None:
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        # FTS5 quotes, operators and brackets: no row here shows any of these texts.
+        for text in ['"', 'NEAR(order_id "ORD', "ORD-00* -ORD", "(", "ORD-001 AND"]:
+            screen.set_filters(text=text)
+            await settle(pilot)
+            assert table.events == [], text
+            assert count_label(screen) == "0 events", text
+            empty = screen.query_one("#audit-empty", Static)
+            assert str(empty.content) == "No events match these filters", text
+        assert not any(n.severity == "error" for n in pilot.app._notifications)
+        screen.set_filters(text="ORD-001 order_agent")  # after all that, a search works
+        await settle(pilot)
+        assert ids(table) == [3, 2, 1]
+
+
 async def test_filters_combine_and_empty_state_is_clear(audit_path: Path) -> None:
     async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
         screen, table = await opened(pilot)

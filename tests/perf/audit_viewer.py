@@ -183,8 +183,12 @@ async def measure_viewer(path: Path, repeats: int) -> dict[str, Any]:
         "text 'ORD-004'": {"text": "ORD-004"},
         "text 'earcup'": {"text": "earcup"},
         "text 'zzz-not-there'": {"text": "zzz-not-there"},
-        # As the table shows a detail (`key=value`); the index holds `key: value`.
+        # As the table shows a detail (`key=value`): one pair, several (all must be shown),
+        # and two common ones no event shows together (the index's whole lists are walked).
         "text 'order_id=ORD-004'": {"text": "order_id=ORD-004"},
+        "text 'gate=order_id ok=false'": {"text": "gate=order_id ok=false"},
+        "text 'order_id=ORD-004 ok=true'": {"text": "order_id=ORD-004 ok=true"},
+        "text 'ok=true decision=reject' (none)": {"text": "ok=true decision=reject"},
         "kind=approval_decided + text 'decision=reject'": {
             "kind": "approval_decided",
             "text": "decision=reject",
