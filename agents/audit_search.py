@@ -12,6 +12,7 @@ A search is terms separated by spaces, and an event must show every one of them:
 - `key: value` or `"key": "value",` (a line of the detail pane's JSON): the pair
   `key=value`, or that text exactly as typed ("Status: Delivered" inside a tool result).
 - Nothing else is syntax: `AND`, `OR`, `NEAR`, `*`, `-`, `(`, `:` are text to find.
+- At most MAX_TERMS terms: more is an InputError that says what to do.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from agents.errors import InputError
 from agents.sqlite_store import storable_text
 
 # A term: the texts that each count as finding it (a pair's two spellings, or one text).
@@ -28,6 +30,13 @@ Term = tuple[str, ...]
 INDEX_VERSION = 1
 # Trigram FTS needs 3 characters; a shorter term is tested on each row's text.
 _MIN_FTS_CHARS = 3
+# Far more than a person types, far fewer than SQLite's expression depth (1,000) allows.
+MAX_TERMS = 100
+# Matching a phrase (FTS5) or a LIKE pattern costs its length times the row's on repetitive
+# text: a pasted 60,000-character term took minutes. The index looks for a long term's start
+# only, and a long needle is confirmed with Python's `in`, which is linear.
+_MAX_PHRASE_CHARS = 64
+_MAX_LIKE_CHARS = 100
 
 # A value as the row shows it. JSON text for objects and arrays is the stored text (Python's
 # compact dump, as the summary prints it); a real is SQLite's 15 significant digits, which
@@ -81,7 +90,8 @@ _COLON_KEY = re.compile(r'"?(?P<key>[^\s"]+?)"?:')
 
 
 def parse_search(text: str) -> list[Term]:
-    """The terms of a search as typed (see the module docstring); [] for blank text."""
+    """The terms of a search as typed (see the module docstring); [] for blank text.
+    InputError for more than MAX_TERMS terms."""
     # SQLite cuts text at NUL and FTS5 calls the phrase unterminated: read it as a space.
     # Undecodable bytes were stored as U+FFFD: searched for as such (SQLite refuses them).
     text = storable_text(text.replace("\x00", " "))
@@ -101,7 +111,13 @@ def parse_search(text: str) -> list[Term]:
         # `"ok": true,` from the detail pane: the comma ends the JSON line, not the value.
         terms.append(tuple(dict.fromkeys((f"{key}={value.removesuffix(',')}", typed))))
         index += 2
-    return list(dict.fromkeys(terms))
+    unique = list(dict.fromkeys(terms))
+    if len(unique) > MAX_TERMS:
+        raise InputError(
+            f"The search has {len(unique):,} words; at most {MAX_TERMS} are searched together. "
+            'Use fewer, or put a phrase in quotes ("like this").'
+        )
+    return unique
 
 
 def _token_text(match: re.Match[str]) -> tuple[str, bool]:
@@ -120,7 +136,7 @@ def text_clause(terms: Sequence[Term], *, index: bool) -> tuple[str, list[str]]:
     """A predicate on the FTS row `f` that holds when every term is found, and its parameters.
 
     With `index`, terms of 3+ characters go through the trigram index (one MATCH); shorter ones,
-    and all of them without `index`, are tested on the row's text.
+    and all of them without `index`, are tested on the row's text, as are long ones to confirm.
     """
     indexed = [t for t in terms if index and min(map(len, t)) >= _MIN_FTS_CHARS]
     clauses: list[str] = []
@@ -131,7 +147,7 @@ def text_clause(terms: Sequence[Term], *, index: bool) -> tuple[str, list[str]]:
         clauses.append("events_fts MATCH ?")
         params.append(" AND ".join(_fts_term(term) for term in indexed))
     for term in terms:
-        if term not in indexed:
+        if term not in indexed or max(map(len, term)) > _MAX_PHRASE_CHARS:
             predicates = [_scan_predicate(needle) for needle in term]
             clauses.append(_any_of([sql for sql, _ in predicates]))
             params.extend(param for _, param in predicates)
@@ -139,12 +155,13 @@ def text_clause(terms: Sequence[Term], *, index: bool) -> tuple[str, list[str]]:
 
 
 def _fts_term(term: Term) -> str:
-    phrases = ['"' + needle.replace('"', '""') + '"' for needle in term]
+    starts = [needle[:_MAX_PHRASE_CHARS] for needle in term]
+    phrases = ['"' + start.replace('"', '""') + '"' for start in starts]
     return phrases[0] if len(phrases) == 1 else "(" + " OR ".join(phrases) + ")"
 
 
 def _scan_predicate(needle: str) -> tuple[str, str]:
-    if needle.isascii():
+    if needle.isascii() and len(needle) <= _MAX_LIKE_CHARS:
         # LIKE folds ASCII case only, which is all an ASCII needle needs.
         return "f.body LIKE ? ESCAPE '\\'", f"%{_like_escaped(needle)}%"
     return "shopbot_contains(f.body, ?)", needle.casefold()

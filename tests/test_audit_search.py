@@ -4,6 +4,7 @@ whatever a person types (quotes, FTS5 operators) as text, never as an SQL error.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,8 @@ from typing import Any
 import pytest
 
 from agents.audit_log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery
-from agents.audit_search import parse_search
+from agents.audit_search import MAX_TERMS, parse_search
+from agents.errors import InputError
 from agents.validation import GateCheck
 
 
@@ -192,6 +194,30 @@ def test_plain_operators_find_their_text(log: AuditLog) -> None:
     log.append("escalated", detail={"summary": "lives far away"})
     for text in ["NEAR", "AND (some", '"the depot AND"', "NEAR depot", "-", '"-times)"']:
         assert _found(log, text) == [{near.id}] * 2, text
+
+
+def test_a_very_long_term_is_found_both_ways_and_soon(log: AuditLog) -> None:
+    # A pasted detail, say: longer than SQLite takes as a LIKE pattern (50,000 bytes), and
+    # repetitive, which made matching it as one FTS5 phrase take minutes.
+    long = log.append("escalated", detail={"summary": "x" * 70_000 + " end"})
+    log.append("escalated", detail={"summary": "x" * 100})  # the term's start, not the term
+    start = time.perf_counter()
+    assert _found(log, "x" * 60_000 + " end") == [{long.id}] * 2
+    assert time.perf_counter() - start < 10
+
+
+def test_many_terms_work_both_ways_and_too_many_are_refused_clearly(log: AuditLog) -> None:
+    words = [f"{letter}{digit}" for letter in "abcdefghij" for digit in range(10)]
+    assert len(words) == MAX_TERMS  # two characters each: every one tested on the row's text
+    every = log.append("escalated", detail={"words": " ".join(words)})
+    log.append("escalated", detail={"words": " ".join(words[1:])})
+    assert _found(log, " ".join(words)) == [{every.id}] * 2
+    for query in (
+        AuditQuery(text=" ".join([*words, "z1"])),
+        AuditQuery(text=" ".join(f"w{n}" for n in range(1500))),
+    ):
+        with pytest.raises(InputError, match=r"The search has [\d,]+ words; at most 100 "):
+            log.page(query)
 
 
 # The index trigger as ShopBot wrote it before the index held what the rows show.

@@ -178,6 +178,9 @@ def test_audit_text_finds_events_showing_every_term_as_printed(tmp_path: Path) -
     for search in ['"', '"unterminated', "NEAR(ok", "ok=true AND -gate*", "(", ":"]:
         done = run(tmp_path, "audit", "--text", search)
         assert (done.returncode, done.stderr) == (0, ""), search
+    too_many = run(tmp_path, "audit", "--text", " ".join(f"w{n}" for n in range(101)))
+    assert too_many.returncode == 2
+    assert one_line_error(too_many).startswith("shopbot: The search has 101 words; at most 100")
 
 
 def test_provider_down_exits_1_and_keeps_the_thread(tmp_path: Path) -> None:

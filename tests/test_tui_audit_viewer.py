@@ -345,6 +345,21 @@ async def test_search_syntax_typed_by_a_person_is_text_never_an_error(audit_path
         assert ids(table) == [3, 2, 1]
 
 
+async def test_a_search_with_too_many_words_says_so(audit_path: Path) -> None:
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        screen.set_filters(text=" ".join(f"w{n}" for n in range(150)))
+        await settle(pilot)
+        assert table.events == []
+        empty = str(screen.query_one("#audit-empty", Static).content)
+        assert empty.startswith("The search has 150 words; at most 100 are searched together.")
+        notes = list(pilot.app._notifications)
+        assert [(n.title, n.severity) for n in notes] == [("Search", "warning")]
+        screen.set_filters(text="ORD-001")
+        await settle(pilot)
+        assert ids(table) == [3, 2, 1]
+
+
 async def test_filters_combine_and_empty_state_is_clear(audit_path: Path) -> None:
     async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
         screen, table = await opened(pilot)

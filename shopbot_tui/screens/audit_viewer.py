@@ -27,7 +27,14 @@ from textual.theme import Theme
 from textual.widgets import Footer, Header, Input, LoadingIndicator, Static
 from textual.worker import get_current_worker
 
-from agents.facade import AuditEvent, AuditLog, AuditQuery, StorageError, file_failure_text
+from agents.facade import (
+    AuditEvent,
+    AuditLog,
+    AuditQuery,
+    InputError,
+    StorageError,
+    file_failure_text,
+)
 from shopbot_tui.widgets.audit_detail import AuditEventDetail
 from shopbot_tui.widgets.audit_filters import AuditFilterBar
 from shopbot_tui.widgets.audit_table import AuditEventTable, kind_styles
@@ -37,7 +44,7 @@ LOADING_DELAY_S = 0.15
 # A Select with thousands of options is slow to build and useless to scroll: offer the most
 # recently active threads (plus the preset one); the free-text filter finds the others.
 MAX_THREAD_OPTIONS = 200
-_DB_ERRORS = (StorageError, sqlite3.Error, ValueError, OSError)
+_DB_ERRORS = (StorageError, sqlite3.Error, ValueError, OSError, InputError)
 _NO_EVENT = object()
 
 
@@ -63,11 +70,14 @@ class _ThreadsLoaded(Message):
 
 
 class _LoadFailed(Message):
-    def __init__(self, generation: int, error: str, *, page: bool) -> None:
+    def __init__(
+        self, generation: int, error: str, *, page: bool, bad_search: bool = False
+    ) -> None:
         super().__init__()
         self.generation = generation
         self.error = error
         self.page = page
+        self.bad_search = bad_search
 
 
 class _ExportFinished(Message):
@@ -272,6 +282,9 @@ class AuditViewerScreen(Screen[None]):
     def _load_page(self, generation: int, query: AuditQuery, before_id: int | None) -> None:
         try:
             events = self._log("pages").page(query, limit=PAGE_SIZE, before_id=before_id)
+        except InputError as exc:  # the search itself (too many words): the person can fix it
+            self.post_message(_LoadFailed(generation, str(exc), page=True, bad_search=True))
+            return
         except _DB_ERRORS as exc:
             self.post_message(_LoadFailed(generation, self._problem(exc), page=True))
             return
@@ -378,11 +391,17 @@ class AuditViewerScreen(Screen[None]):
         if message.generation != self._generation:
             return
         self.query_one(AuditFilterBar).set_count_text("")
-        self.notify(message.error, title="Audit log unavailable", severity="error", markup=False)
+        error = message.error
+        if message.bad_search:
+            because = error
+            self.notify(error, title="Search", severity="warning", markup=False)
+        else:
+            because = f"The audit log can't be read: {error}"
+            self.notify(error, title="Audit log unavailable", severity="error", markup=False)
         if message.page and self._awaiting_first_page:
             self._awaiting_first_page = False
             self.query_one(AuditEventTable).replace_events([])
-            self._show_empty_state(True, because=f"The audit log can't be read: {message.error}")
+            self._show_empty_state(True, because=because)
         self._loading_more = False
 
     @on(_ExportFinished)
