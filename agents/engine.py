@@ -110,11 +110,10 @@ class ShopBotEngine:
         for secret in self.settings.secrets():
             register_secret(secret)
         try:
-            self.shop = ShopData(self.settings.shop_path)
-            self._audit_log = AuditLog(self.settings.audit_path, secrets=self.settings.secrets())
-            reconcile_refunds(self.shop, self._audit_log)
+            # Off the event loop: opening may wait on another process's lock, or re-index an
+            # audit log written by an older ShopBot (seconds for a large one).
+            await asyncio.to_thread(self._open_stores)
             self._recorder = AuditWriter(self._audit_log)
-            self.threads = ThreadRegistry(self.settings.threads_path)
             self._connection, self._saver = await open_checkpoints(self.settings.checkpoints_path)
         except BaseException:
             await self.aclose()  # whatever did open is closed again
@@ -125,6 +124,14 @@ class ShopBotEngine:
             await self._close_abandoned_turns()
         except Exception:  # the next turn on such a thread closes it just as well
             log.exception("closing turns left by a process that died failed")
+
+    def _open_stores(self) -> None:
+        """The shop, its audit log (the two reconciled) and the thread registry; each one is
+        set as soon as it is open, so `aclose` closes whatever did open."""
+        self.shop = ShopData(self.settings.shop_path)
+        self._audit_log = AuditLog(self.settings.audit_path, secrets=self.settings.secrets())
+        reconcile_refunds(self.shop, self._audit_log)
+        self.threads = ThreadRegistry(self.settings.threads_path)
 
     async def aclose(self) -> None:
         """Close everything that was opened; one failure does not keep the rest open."""
