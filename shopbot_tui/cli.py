@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from agents.facade import (
@@ -68,6 +69,17 @@ def _audit_limit(text: str) -> int:
     return limit
 
 
+def _moment(text: str) -> str:
+    """An ISO-8601 date or time (`2026-11-30`, `2026-11-30T09:30`, `...Z`, `...+02:00`)."""
+    try:
+        datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not an ISO-8601 date or time: {text!r} (e.g. 2026-11-30 or 2026-11-30T09:30)"
+        ) from None
+    return text.strip()
+
+
 def _thread_id(text: str) -> str:
     try:
         return validate_thread_id(text)
@@ -106,6 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--thread", dest="audit_thread", type=_thread_id, help="only this conversation"
     )
     audit.add_argument("--kind", help="only this kind of event")
+    audit.add_argument(
+        "--since", type=_moment, help="only events from this date or time on (UTC if no zone)"
+    )
+    audit.add_argument(
+        "--until", type=_moment, help="only events before this date or time (UTC if no zone)"
+    )
     audit.add_argument(
         "--text",
         help='only events showing every word of TEXT (key=value as printed, "a phrase")',
@@ -183,7 +201,11 @@ def _audit(settings: Settings, args: argparse.Namespace) -> int:
     if args.kind and args.kind not in AUDIT_KINDS:
         raise UsageError(f"unknown kind {args.kind!r}; kinds: {', '.join(sorted(AUDIT_KINDS))}")
     query = AuditQuery(
-        thread_id=args.audit_thread, kinds=(args.kind,) if args.kind else (), text=args.text
+        thread_id=args.audit_thread,
+        kinds=(args.kind,) if args.kind else (),
+        since=args.since,
+        until=args.until,
+        text=args.text,
     )
     with AuditLog(settings.audit_path) as audit:
         for event in audit.page(query, limit=args.limit):

@@ -183,6 +183,32 @@ def test_audit_text_finds_events_showing_every_term_as_printed(tmp_path: Path) -
     assert one_line_error(too_many).startswith("shopbot: The search has 101 words; at most 100")
 
 
+def test_audit_since_and_until_take_dates_and_times_in_any_zone(tmp_path: Path) -> None:
+    with AuditLog(tmp_path / "audit.sqlite") as audit:
+        audit.append_many(
+            {"kind": "turn_started", "thread_id": thread, "ts": ts}
+            for thread, ts in [
+                ("late-night", "2026-11-29T23:00:00.000Z"),
+                ("small-hours", "2026-11-30T01:00:00.000Z"),
+                ("morning", "2026-11-30T10:00:00.000Z"),
+            ]
+        )
+
+    def threads(*window: str) -> list[str]:
+        done = run(tmp_path, "audit", *window, "--json")
+        assert done.returncode == 0, done.stderr
+        return [json.loads(line)["thread_id"] for line in done.stdout.splitlines()]
+
+    assert threads("--since", "2026-11-30") == ["morning", "small-hours"]
+    assert threads("--until", "2026-11-30T10:00") == ["small-hours", "late-night"]
+    # 02:00 at UTC+1 is 01:00 UTC: `--since` includes it, `--until` does not.
+    assert threads("--since", "2026-11-30T02:00+01:00") == ["morning", "small-hours"]
+    assert threads("--since", "2026-11-29", "--until", "2026-11-30T02:00+01:00") == ["late-night"]
+    bad = run(tmp_path, "audit", "--since", "yesterday")
+    assert bad.returncode == 2
+    assert "not an ISO-8601 date or time: 'yesterday'" in one_line_error(bad)
+
+
 def test_provider_down_exits_1_and_keeps_the_thread(tmp_path: Path) -> None:
     dead = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": "http://127.0.0.1:9/v1"}
     done = run(tmp_path, "chat", "p1", "Where is ORD-001?", "--json", env=dead)
