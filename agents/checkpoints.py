@@ -9,11 +9,14 @@ implement it, hence the subclass.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
 import aiosqlite
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from agents.sqlite_store import BUSY_TIMEOUT_MS, StorageError, is_busy, open_database
@@ -29,20 +32,46 @@ _KEEP_LATEST = (
     "WHERE thread_id = :thread GROUP BY checkpoint_ns)",
 )
 # A subgraph's namespace carries its task id, so a finished run's namespace is never used
-# again; only a paused run's is (its interrupt resumes there).
+# again; only a paused run's is (its interrupt resumes there). So they go only while the
+# latest main checkpoint has no pending writes: an interrupt is one. (The engine prunes
+# only threads with nothing pending; this holds even if that ever were wrong.)
 _DROP_SUBGRAPHS = (
-    "DELETE FROM writes WHERE thread_id = :thread AND checkpoint_ns != ''",
-    "DELETE FROM checkpoints WHERE thread_id = :thread AND checkpoint_ns != ''",
+    "DELETE FROM writes WHERE thread_id = :thread AND checkpoint_ns != '' AND NOT EXISTS "
+    "(SELECT 1 FROM writes WHERE thread_id = :thread AND checkpoint_ns = '' AND "
+    "checkpoint_id = (SELECT MAX(checkpoint_id) FROM checkpoints "
+    "WHERE thread_id = :thread AND checkpoint_ns = ''))",
+    "DELETE FROM checkpoints WHERE thread_id = :thread AND checkpoint_ns != '' AND NOT EXISTS "
+    "(SELECT 1 FROM writes WHERE thread_id = :thread AND checkpoint_ns = '' AND "
+    "checkpoint_id = (SELECT MAX(checkpoint_id) FROM checkpoints "
+    "WHERE thread_id = :thread AND checkpoint_ns = ''))",
 )
+# A pruning waits this long for another process's write lock, then gives up until the next
+# time: it is housekeeping, and the turn that runs it is waiting.
+PRUNE_BUSY_TIMEOUT_MS = 1_000
+
+
+class StoredStateUnreadable(Exception):
+    """A thread's stored checkpoint no longer decodes (damaged bytes inside a sound file)."""
 
 
 class PrunedSqliteSaver(AsyncSqliteSaver):
-    """`AsyncSqliteSaver` with `aprune`. Our state has no `DeltaChannel` (the latest
-    checkpoint holds every channel's whole value), so older checkpoints can simply go."""
+    """`AsyncSqliteSaver` with `aprune`, and decoding failures told apart from our own bugs.
+    Our state has no `DeltaChannel` (the latest checkpoint holds every channel's whole
+    value; tests/test_checkpoints.py checks), so older checkpoints can simply go."""
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        try:
+            return await super().aget_tuple(config)
+        except (sqlite3.Error, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            # Bytes that no longer decode raise whatever the decoder meets (ValueError,
+            # KeyError, NotImplementedError...): one type, so callers can say what it is.
+            raise StoredStateUnreadable(f"{type(exc).__name__}: {exc}") from exc
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """`keep_latest`: the latest checkpoint of each namespace stays (LangGraph's contract).
-        `idle`: only the main graph's latest stays — for a thread with nothing pending.
+        `idle`: only the main graph's latest stays, unless something is pending.
         `delete`: everything of the threads goes."""
         if strategy == "delete":
             for thread_id in thread_ids:
@@ -51,12 +80,23 @@ class PrunedSqliteSaver(AsyncSqliteSaver):
         if strategy not in ("keep_latest", "idle"):
             raise ValueError(f"unknown pruning strategy {strategy!r}")
         await self.setup()
-        async with self.lock, self.conn.cursor() as cursor:
-            statements = (_DROP_SUBGRAPHS if strategy == "idle" else ()) + _KEEP_LATEST
-            for thread_id in thread_ids:
-                for statement in statements:
-                    await cursor.execute(statement, {"thread": str(thread_id)})
-            await self.conn.commit()
+        statements = (_DROP_SUBGRAPHS if strategy == "idle" else ()) + _KEEP_LATEST
+        async with self.lock:
+            await self.conn.execute(f"PRAGMA busy_timeout = {PRUNE_BUSY_TIMEOUT_MS}")
+            try:
+                await self.conn.execute("BEGIN IMMEDIATE")
+                for thread_id in thread_ids:
+                    for statement in statements:
+                        await self.conn.execute(statement, {"thread": str(thread_id)})
+                await self.conn.commit()
+            except BaseException:
+                # Left open, the transaction would pin this shared connection to an old
+                # snapshot: every later write of every thread would fail.
+                if self.conn.in_transaction:
+                    await asyncio.shield(self.conn.rollback())
+                raise
+            finally:
+                await asyncio.shield(self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}"))
 
 
 async def open_checkpoints(
@@ -64,8 +104,9 @@ async def open_checkpoints(
 ) -> tuple[aiosqlite.Connection, PrunedSqliteSaver]:
     """The saver on its own connection (closed by the caller), or a `StorageError`."""
     # The checks every ShopBot store gets (WAL, busy waits, damaged or locked, said
-    # clearly), run once synchronously before LangGraph's own async connection opens.
-    open_database(path, what=what).close()
+    # clearly), run once before LangGraph's own async connection opens; off the event loop,
+    # as they may wait for another process's lock.
+    await asyncio.to_thread(lambda: open_database(path, what=what).close())
     try:
         connection = await aiosqlite.connect(path, timeout=BUSY_TIMEOUT_MS / 1000)
     except sqlite3.DatabaseError as exc:

@@ -8,8 +8,8 @@ import asyncio
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from contextlib import aclosing, asynccontextmanager, contextmanager
 from types import TracebackType
 from typing import Any
 
@@ -22,7 +22,7 @@ from langgraph.types import Command
 
 from agents.audit_log import AuditLog
 from agents.audit_writer import AuditWriter
-from agents.checkpoints import open_checkpoints
+from agents.checkpoints import StoredStateUnreadable, open_checkpoints
 from agents.context import RetryBudget, ShopContext
 from agents.errors import DecisionPending, InputError
 from agents.events import (
@@ -51,7 +51,7 @@ from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.shop_data import ShopData
 from agents.specialists.spec import RECURSION_LIMIT
 from agents.sqlite_store import StorageError
-from agents.store_damage import diagnose_storage, is_damage, unreadable_thread
+from agents.store_damage import diagnose_storage, unreadable_thread
 from agents.text_safety import MessageRejected, clean_message, person_name
 from agents.thread_registry import (
     LEASE_SECONDS,
@@ -202,10 +202,34 @@ class ShopBotEngine:
 
     # --- acting ----------------------------------------------------------------------
 
-    async def run_turn(
+    def run_turn(
         self, thread_id: str, text: str, *, customer: str | None = None
     ) -> AsyncIterator[EngineEvent]:
         """One customer message, answered: a stream of events ending with `TurnFinished`."""
+        return self._damage_named(thread_id, self._run_turn(thread_id, text, customer=customer))
+
+    def resume(self, thread_id: str, decision: str) -> AsyncIterator[EngineEvent]:
+        """Answer the pending approval of `thread_id` and let the graph carry on."""
+        return self._damage_named(thread_id, self._resume(thread_id, decision))
+
+    async def _damage_named(
+        self, thread_id: str, events: AsyncGenerator[EngineEvent, None]
+    ) -> AsyncIterator[EngineEvent]:
+        """`events`, with a store found damaged outside the graph's run (the thread registry,
+        the audit log) named as it is inside (see `_failure`)."""
+        try:
+            async with aclosing(events) as stream:  # (closed with us, its turn lock too)
+                async for event in stream:
+                    yield event
+        except sqlite3.DatabaseError as exc:
+            named = await self._named(thread_id, exc)
+            if named is exc:
+                raise
+            raise named from exc
+
+    async def _run_turn(
+        self, thread_id: str, text: str, *, customer: str | None
+    ) -> AsyncGenerator[EngineEvent, None]:
         thread_id = self._valid_thread_id(thread_id)
         try:
             # A pasted key or token never enters the conversation, the model or any store.
@@ -233,8 +257,7 @@ class ShopBotEngine:
             async for event in self._drive(graph_input, thread_id, customer, agent):
                 yield event
 
-    async def resume(self, thread_id: str, decision: str) -> AsyncIterator[EngineEvent]:
-        """Answer the pending approval of `thread_id` and let the graph carry on."""
+    async def _resume(self, thread_id: str, decision: str) -> AsyncGenerator[EngineEvent, None]:
         thread_id = self._valid_thread_id(thread_id)
         info = self.threads.get(thread_id)
         if info is None:
@@ -302,14 +325,24 @@ class ShopBotEngine:
         moved past is stale); a `StorageError` saying what to do when it cannot be read."""
         try:
             return await self.graph.aget_state(self._config(thread_id), subgraphs=True)
-        except (sqlite3.DatabaseError, ValueError, TypeError) as exc:
-            # A damaged file, or a stored state that no longer decodes (ValueError, TypeError:
-            # what the serializer raises on damaged bytes). A lock is not damage.
-            if isinstance(exc, sqlite3.DatabaseError) and not is_damage(exc):
-                raise
-            log.exception("reading the stored state of %s failed", thread_id)
-            # (Off the event loop: naming the damage runs SQLite's quick_check.)
-            raise await asyncio.to_thread(unreadable_thread, self.settings, thread_id, exc) from exc
+        except (StoredStateUnreadable, sqlite3.DatabaseError) as exc:
+            raise await self._named(thread_id, exc) from exc
+
+    async def _named(self, thread_id: str, exc: Exception) -> Exception:
+        """`exc` as a `StorageError` naming the damaged store or conversation, when that is
+        what it is; else `exc` itself. Never raises: it runs where something already failed."""
+        try:
+            if isinstance(exc, StoredStateUnreadable):
+                log.error("the stored state of %s cannot be read: %s", thread_id, exc)
+                # (Off the event loop: naming the damage runs SQLite's quick_check.)
+                return await asyncio.to_thread(unreadable_thread, self.settings, thread_id, exc)
+            if (
+                damage := await asyncio.to_thread(diagnose_storage, self.settings, exc)
+            ) is not None:
+                return damage
+        except Exception:
+            log.exception("diagnosing %r failed", exc)
+        return exc
 
     @asynccontextmanager
     async def _turn(self, thread_id: str) -> AsyncIterator[None]:
@@ -423,22 +456,17 @@ class ShopBotEngine:
             yield failure
         with self._cut_noted(thread_id, agent):
             result = await self._finish(thread_id, done, failure, agent, paused=paused)
+        # Last, once the turn is recorded: a pruning cut short ends no turn.
+        await self._prune(result)
         if result.pending is not None:
             yield ApprovalRequested(result.pending)
         yield TurnFinished(result)
 
     async def _failure(self, thread_id: str, exc: Exception) -> TurnFailed:
         """What broke the turn, for the person: a damaged store by name, else no internals."""
-        if isinstance(exc, StorageError):  # (it says what to do already)
-            return TurnFailed(kind="storage", message=str(exc))
-        if (damage := await asyncio.to_thread(diagnose_storage, self.settings, exc)) is not None:
-            return TurnFailed(kind="storage", message=str(damage))
-        if isinstance(exc, ValueError | TypeError):
-            # Perhaps the thread's stored state no longer decodes: then say that instead.
-            try:
-                await self._snapshot(thread_id)
-            except StorageError as unreadable:
-                return TurnFailed(kind="storage", message=str(unreadable))
+        named = exc if isinstance(exc, StorageError) else await self._named(thread_id, exc)
+        if isinstance(named, StorageError):  # (it says what to do already)
+            return TurnFailed(kind="storage", message=str(named))
         if isinstance(exc, sqlite3.DatabaseError):
             return TurnFailed(kind="storage", message=turn_failure_text(exc))
         return TurnFailed(kind="internal", message=turn_failure_text(exc))
@@ -483,10 +511,11 @@ class ShopBotEngine:
         if paused or closing or failure is not None:
             try:
                 state = await self._snapshot(thread_id)
-            except StorageError:
+            except Exception:
                 if failure is None:
                     raise
-                # The failure says it already; nothing stored can be mended.
+                # The failure is said already; a state that cannot be read cannot be mended.
+                log.exception("reading %s back after its failed turn failed", thread_id)
             else:
                 pending = self._pending(thread_id, state)
                 agent = active_in(state)
@@ -501,11 +530,9 @@ class ShopBotEngine:
             status = "awaiting_approval"
         else:
             status = "error" if failure is not None else "done"
-        info = self.threads.update(
+        self.threads.update(
             thread_id, active_agent=agent, status="idle" if status == "done" else status
         )
-        if status == "done" and info.turns % PRUNE_EVERY == 0:
-            await self._prune(thread_id)
         self._recorder.append(
             "turn_finished", thread_id=thread_id, agent=agent, detail={"status": status}
         )
@@ -519,9 +546,14 @@ class ShopBotEngine:
             failed=failure.kind if failure else None,
         )
 
-    async def _prune(self, thread_id: str) -> None:
-        """Nothing pending: superseded checkpoints and finished subgraph runs can go. Only
-        housekeeping, so a failure (a lock held too long, a full disk) ends no turn."""
+    async def _prune(self, result: TurnResult) -> None:
+        """Every PRUNE_EVERY turns of a thread that has nothing pending, its superseded
+        checkpoints and finished subgraph runs go. Only housekeeping: a failure (a lock held
+        too long, a full disk) is logged and tried again PRUNE_EVERY turns later."""
+        thread_id = result.thread_id
+        info = self.threads.get(thread_id) if result.status == "done" else None
+        if info is None or info.turns % PRUNE_EVERY:
+            return
         try:
             await self._saver.aprune([thread_id], strategy="idle")
         except Exception:

@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 from agents.settings import Settings
-from agents.sqlite_store import StorageError, damaged_text, is_busy, is_read_only
+from agents.sqlite_store import StorageError, damaged_text
 
 
 def store_files(settings: Settings) -> tuple[tuple[str, Path], ...]:
@@ -25,32 +25,40 @@ def store_files(settings: Settings) -> tuple[tuple[str, Path], ...]:
 
 
 def quick_check(path: Path) -> str | None:
-    """What SQLite finds wrong with the file, or None when it is sound (or absent)."""
-    if not path.exists():
-        return None
+    """What SQLite finds damaged in the file, or None when it is sound, absent, or cannot be
+    checked (locked, unreadable to us: a permissions matter, not damage)."""
     try:
+        if not path.exists():
+            return None
         # Read-only: a diagnosis must never change (or "repair") the evidence.
         with sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True) as conn:
             rows = conn.execute("PRAGMA quick_check(3)").fetchall()
         conn.close()
+    except OSError:
+        return None
     except sqlite3.DatabaseError as exc:
-        if is_busy(exc):
-            return None  # in use by another window is not damage
-        return str(exc)
+        return str(exc) if is_damage(exc) else None
     found = [str(row[0]) for row in rows if row and row[0] != "ok"]
     # (Its report starts with a header line naming the schema: not news to anyone.)
     lines = (line.replace("*** in database main ***", "") for line in found)
     return "; ".join(" ".join(line.split()) for line in lines) or None
 
 
+# What SQLite says of a damaged file; anything else (a lock, a read-only file or folder, a
+# file it cannot open, an I/O error) is not damage, and moving the file aside would not help.
+_DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+_DAMAGE_WORDS = ("malformed", "not a database", "could not decode")
+
+
 def is_damage(exc: BaseException) -> bool:
-    """SQLite refusing a query for a reason that is not a lock or a read-only file."""
-    return (
-        isinstance(exc, sqlite3.DatabaseError)
-        and not is_busy(exc)
-        and not is_read_only(exc)
-        and not isinstance(exc, sqlite3.IntegrityError | sqlite3.ProgrammingError)
-    )
+    """SQLite refusing a query because the file is damaged."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _DAMAGE_CODES
+    # (Python's own decoding of a stored text fails without an SQLite code.)
+    return any(words in str(exc).lower() for words in _DAMAGE_WORDS)
 
 
 def damaged_stores(settings: Settings) -> StorageError | None:

@@ -21,8 +21,12 @@ MAX_MESSAGE_CHARS = 16_000
 _C0 = {code: chr(0x2400 + code) for code in range(0x20) if chr(code) not in "\n\t"}
 _VISIBLE = str.maketrans({**_C0, 0x7F: "\u2421"})
 # Embeddings and overrides, isolates, and the marks LRM, RLM and ALM: all reorder what is shown.
-_BIDI = "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
+_BIDI_MARKS = "\u200e\u200f\u061c"
+_BIDI = f"\u202a-\u202e\u2066-\u2069{_BIDI_MARKS}"
 _UNSAFE = re.compile(f"[\u0080-\u009f{_BIDI}\ud800-\udfff]")
+# In a customer's message the marks stay: right-to-left writing uses them, and the model
+# should read what was typed. Shown on a screen, they are escaped like the rest.
+_UNSAFE_IN_MESSAGES = re.compile("[\u0080-\u009f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 # Python keeps a byte it could not decode (argv, environment, file names) as U+DC80-U+DCFF.
@@ -30,7 +34,10 @@ _UNDECODABLE = re.compile("[\udc80-\udcff]")
 # ... and repr() writes one as `\udcff`: after an even number of backslashes, else the
 # backslash before it was escaped and "udcff" is text.
 _QUOTED_UNDECODABLE = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")
-_LINE_BREAKS = str.maketrans({"\n": "\u240a", "\t": "\u2409"})
+# (U+2028 and U+2029 too: `str.splitlines` and some terminals break lines there.)
+_LINE_BREAKS = str.maketrans(
+    {"\n": "\u240a", "\t": "\u2409", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
 # JSON may hold these raw (only C0 must be escaped): escaped, the data is the same.
 _JSON_UNSAFE = re.compile(f"[\u007f-\u009f{_BIDI}\u2028\u2029]")
 
@@ -84,7 +91,8 @@ def without_surrogates(text: str) -> str:
 
 def clean_message(text: str) -> str:
     """A customer message ready for the conversation, or `MessageRejected`."""
-    cleaned = visible(text).strip()
+    shown = text.replace("\r\n", "\n").translate(_VISIBLE)
+    cleaned = _UNSAFE_IN_MESSAGES.sub(_shown, shown).strip()
     if not cleaned:
         raise MessageRejected("The message is empty: type what you need help with.")
     if not cleaned.replace(REPLACEMENT, "").strip() and _SURROGATE.search(text):

@@ -10,6 +10,7 @@ import pytest
 from agents.checkpoints import open_checkpoints
 from agents.engine import PRUNE_EVERY
 from agents.facade import ShopBotEngine
+from agents.offline.demo_model import OfflineDemoModel
 from agents.sqlite_store import StorageError
 from tests.engine_support import decide, history, open_engine, say
 
@@ -100,18 +101,79 @@ async def test_a_store_that_is_not_a_database_is_refused_clearly(tmp_path: Path)
         await open_checkpoints(path)
 
 
-async def test_a_pruning_that_fails_ends_no_turn(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+def namespaces(home: Path, thread: str) -> set[str]:
+    return {ns for ns, _ in rows(home, thread)}
+
+
+def written_checkpoints(home: Path, thread: str) -> set[str]:
+    with sqlite3.connect(home / "checkpoints.sqlite") as db:
+        found = db.execute(
+            "SELECT DISTINCT checkpoint_id FROM writes WHERE thread_id = ?", (thread,)
+        ).fetchall()
+    return {checkpoint for (checkpoint,) in found}
+
+
+async def test_finished_subgraph_runs_and_old_writes_go_with_the_tenth_turn(
+    tmp_path: Path,
 ) -> None:
     async with open_engine(tmp_path) as engine:
+        await chat(engine, "mixed", PRUNE_EVERY - 2)
+        asked = await say(engine, "mixed", REFUND, "Alex")  # turn 9: hands off, then waits
+        assert asked.result.status == "awaiting_approval"
+        paid = await decide(engine, "mixed", "approve")
+        assert paid.result.status == "done"
+        assert len(namespaces(tmp_path, "mixed")) > 1  # the specialists' runs were stored
+        assert written_checkpoints(tmp_path, "mixed")
+        await chat(engine, "mixed", 1)  # turn 10
+        assert namespaces(tmp_path, "mixed") == {""}
+        ((_, latest),) = rows(tmp_path, "mixed")
+        assert written_checkpoints(tmp_path, "mixed") <= {latest}
+        refund = engine.shop.refund_for("ORD-001")
+        assert refund is not None
+        turn = await say(engine, "mixed", "Thanks! Was that refund done?", "Alex")
+        assert turn.result.status == "done"
 
-        async def locked(thread_ids: list[str], *, strategy: str = "keep_latest") -> None:
-            raise sqlite3.OperationalError("database is locked")
 
-        monkeypatch.setattr(engine._saver, "aprune", locked)
-        await chat(engine, "busy", PRUNE_EVERY)  # the tenth turn tries, fails, and is done
-        assert len(rows(tmp_path, "busy")) == PRUNE_EVERY  # kept for the next pruning
-        assert "pruning the checkpoints of busy failed" in caplog.text
+def test_no_channel_of_ours_is_rebuilt_from_older_checkpoints(tmp_path: Path) -> None:
+    """Pruning relies on it: a DeltaChannel rebuilds its value from the checkpoints before."""
+    from langgraph.channels import DeltaChannel
+
+    from agents.graph import build_graph
+
+    graph = build_graph(OfflineDemoModel(), None)
+    graphs = [graph, *(sub for _, sub in graph.get_subgraphs(recurse=True))]
+    assert len(graphs) == 4  # the parent and the three specialists
+    for each in graphs:
+        kinds = {name: type(channel) for name, channel in each.channels.items()}
+        assert not [name for name, kind in kinds.items() if issubclass(kind, DeltaChannel)]
+
+
+async def test_a_pruning_that_fails_on_a_lock_ends_no_turn_and_leaves_no_transaction(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with open_engine(tmp_path) as engine:
+        await chat(engine, "busy", PRUNE_EVERY - 1)
+        # Another process takes the write lock as the pruning starts, and holds it past the
+        # pruning's patience.
+        other = sqlite3.connect(tmp_path / "checkpoints.sqlite", isolation_level=None)
+        prune = engine._saver.aprune
+
+        async def lock_first(thread_ids: list[str], *, strategy: str = "keep_latest") -> None:
+            other.execute("BEGIN IMMEDIATE")
+            await prune(thread_ids, strategy=strategy)
+
+        monkeypatch.setattr(engine._saver, "aprune", lock_first)
+        try:
+            await chat(engine, "busy", 1)  # the tenth turn tries, fails, and is done
+        finally:
+            other.execute("ROLLBACK")
         monkeypatch.undo()
+        assert "pruning the checkpoints of busy failed" in caplog.text
+        assert not engine._saver.conn.in_transaction
+        assert len(rows(tmp_path, "busy")) == PRUNE_EVERY  # kept for the next pruning
+        # Another process writes meanwhile; ours still reads and writes the latest state.
+        other.execute("CREATE TABLE elsewhere (x)")
+        other.close()
+        await chat(engine, "after", 2)
         await chat(engine, "busy", PRUNE_EVERY)
         assert len(rows(tmp_path, "busy")) == 1

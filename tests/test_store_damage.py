@@ -4,12 +4,15 @@ which file, what to do; nothing is changed and the rest of ShopBot goes on."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from agents.settings import Settings
-from agents.store_damage import damaged_stores, diagnose_storage, quick_check
+from agents.sqlite_store import StorageError
+from agents.store_damage import damaged_stores, diagnose_storage, is_damage, quick_check
+from agents.thread_registry import ThreadRegistry
 from tests.engine_support import open_engine, say
 from tests.fakes.damage import damage_thread_state, filled_audit_log, garble_past_first_page
 
@@ -27,16 +30,37 @@ def test_quick_check_finds_damage_past_the_first_page_and_changes_nothing(
     assert path.read_bytes() == damaged
 
 
-def test_a_lock_is_not_damage(tmp_path: Path) -> None:
-    busy = sqlite3.OperationalError("database is locked")
-    busy.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
+def real_error(action: Callable[[], object]) -> sqlite3.Error:
+    try:
+        action()
+    except sqlite3.Error as exc:
+        return exc
+    raise AssertionError("no error")
+
+
+def test_locks_read_only_files_and_missing_ones_are_not_damage(tmp_path: Path) -> None:
     path = tmp_path / "audit.sqlite"
     filled_audit_log(path)
-    garble_past_first_page(path)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    waiter = sqlite3.connect(path, timeout=0, isolation_level=None)
+    locked = real_error(lambda: waiter.execute("INSERT INTO events (kind) VALUES ('x')"))
+    holder.execute("ROLLBACK")
+    read_only = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    refused = real_error(lambda: read_only.execute("DELETE FROM events"))
+    unopenable = real_error(lambda: sqlite3.connect(tmp_path / "no" / "such.sqlite"))
+    for conn in (holder, waiter, read_only):
+        conn.close()
     settings = Settings(home=tmp_path)
-    assert diagnose_storage(settings, busy) is None
-    found = diagnose_storage(settings, sqlite3.DatabaseError("database disk image is malformed"))
-    assert found is not None and str(path) in str(found) and "audit log" in str(found)
+    for error in (locked, refused, unopenable):
+        assert not is_damage(error), error
+        assert diagnose_storage(settings, error) is None
+    assert quick_check(path) is None  # (and the file is sound)
+    garble_past_first_page(path)
+    damaged = real_error(lambda: sqlite3.connect(path).execute("SELECT * FROM events").fetchall())
+    assert is_damage(damaged)
+    found = diagnose_storage(settings, damaged)
+    assert found is not None and f"audit log at {path}" in str(found)
 
 
 def test_several_damaged_files_are_all_named(tmp_path: Path) -> None:
@@ -71,3 +95,33 @@ async def test_a_conversation_whose_stored_state_is_damaged_says_so_and_others_g
         assert other.result.status == "done" and "Wireless Headphones" in other.result.reply
         with pytest.raises(Exception, match="stored state of conversation hurt"):
             await engine.pending_approval("hurt")
+
+
+async def test_our_own_bug_is_not_blamed_on_the_stored_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with open_engine(tmp_path) as engine:
+        assert (await say(engine, "t", "Where is ORD-001?", "Alex")).result.status == "done"
+
+        async def broken(*args: object, **kwargs: object) -> None:
+            raise TypeError("aget_state() got an unexpected keyword argument 'subgraphs'")
+
+        monkeypatch.setattr(engine.graph, "aget_state", broken)
+        with pytest.raises(TypeError, match="unexpected keyword"):
+            await engine.pending_approval("t")
+
+
+async def test_a_registry_damaged_past_its_first_page_is_named_when_a_turn_trips_on_it(
+    tmp_path: Path,
+) -> None:
+    with ThreadRegistry(tmp_path / "threads.sqlite") as threads:
+        threads.ensure("old", customer="Alex")
+        for n in range(1_500):
+            threads.append_line("old", "customer", f"line {n} " + "x" * 80)
+    with sqlite3.connect(tmp_path / "threads.sqlite") as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    garble_past_first_page(tmp_path / "threads.sqlite")
+    async with open_engine(tmp_path) as engine:
+        with pytest.raises(StorageError, match=r"thread registry at .* is damaged"):
+            await say(engine, "old", "Where is ORD-001?", "Alex")

@@ -44,7 +44,9 @@ def test_bidi_controls_are_shown_not_obeyed(control: str) -> None:
 def test_a_bidi_mark_inside_an_order_id_is_shown(mark: str) -> None:
     shown = visible(f"Refund ORD{mark}-001 for $14.99")
     assert shown == f"Refund ORD\\u{ord(mark):04x}-001 for $14.99"
-    assert mark not in clean_message(f"Where is ORD-00{mark}1?")
+    # A customer's message keeps it: right-to-left writing uses the marks, and the model
+    # reads what was typed; shown anywhere, it is escaped (above).
+    assert clean_message(f"שלום{mark} ORD-001?") == f"שלום{mark} ORD-001?"
 
 
 def _is_surrogate(char: str) -> bool:
@@ -91,6 +93,10 @@ def test_a_visible_line_is_one_safe_line(text: str) -> None:
         (repr("a\\udcff"), repr("a\\udcff")),
         ("unrecognized arguments: \x1b[31mred\x9b", "unrecognized arguments: ␛[31mred\\x9b"),
         ("two\nlines\tand a tab", "two␊lines␉and a tab"),
+        (
+            "a line\u2028separator\u2029and a paragraph one",
+            "a line\\u2028separator\\u2029and a paragraph one",
+        ),
         ("ORD\u200f-001 \u202eevil", "ORD\\u200f-001 \\u202eevil"),
         ("Café 我的订单 ?", "Café 我的订单 ?"),
     ],
