@@ -154,18 +154,23 @@ class ShopBotEngine:
     async def _close_abandoned_turns(self) -> None:
         """A turn whose process died (killed, a power cut) left its thread "answering": say
         so in its transcript now, not only when its next message comes (or, if it had reached
-        its question, show it waiting). Turns another live window runs are left alone."""
-        for info in self.threads.answering():
-            if not self.threads.claim_turn(info.thread_id, self._owner):
-                continue
-            try:
-                if self._pending(info.thread_id, await self._snapshot(info.thread_id)):
-                    self.threads.update(info.thread_id, status="awaiting_approval")
-                else:
-                    self.threads.append_line(info.thread_id, "note", TURN_CUT_NOTE)
-                    self.threads.update(info.thread_id, status="error")
-            finally:
-                self.threads.release_turn(info.thread_id, self._owner)
+        its question, show it waiting). A decision cut off as the app closed left its thread
+        "error" while the question still waits: show it waiting. Turns another live window
+        runs are left alone."""
+        for status in ("answering", "error"):
+            for info in self.threads.with_status(status):
+                if not self.threads.claim_turn(info.thread_id, self._owner):
+                    continue
+                try:
+                    if self._pending(info.thread_id, await self._snapshot(info.thread_id)):
+                        self.threads.update(info.thread_id, status="awaiting_approval")
+                    elif status == "answering":
+                        self.threads.append_line(info.thread_id, "note", TURN_CUT_NOTE)
+                        self.threads.update(info.thread_id, status="error")
+                except StorageError:  # (a thread that cannot be read says so when opened)
+                    log.exception("checking the cut-off turn of %s failed", info.thread_id)
+                finally:
+                    self.threads.release_turn(info.thread_id, self._owner)
 
     async def __aenter__(self) -> ShopBotEngine:
         await self.start()

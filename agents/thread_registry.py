@@ -208,10 +208,13 @@ class ThreadRegistry(SqliteStore):
             ).fetchall()
         return [_info(row) for row in rows]
 
-    def answering(self) -> builtins.list[ThreadInfo]:
-        """Threads whose last turn has not ended (running elsewhere, or its process died)."""
+    def with_status(self, status: ThreadStatus) -> builtins.list[ThreadInfo]:
+        """Threads in `status` ("answering": their last turn has not ended, running elsewhere
+        or its process died)."""
         with self._lock:
-            rows = self._conn.execute("SELECT * FROM threads WHERE status = 'answering'").fetchall()
+            rows = self._conn.execute(
+                "SELECT * FROM threads WHERE status = ?", (status,)
+            ).fetchall()
         return [_info(row) for row in rows]
 
     def append_line(

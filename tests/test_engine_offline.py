@@ -378,6 +378,22 @@ async def test_a_turn_cut_short_by_a_crash_never_drops_the_pending_decision(tmp_
         assert reopened.thread("cr").status == "idle"  # type: ignore[union-attr]
 
 
+async def test_a_decision_cut_off_as_the_app_closed_shows_waiting_again(tmp_path: Path) -> None:
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "cut", "I want a refund for ORD-005, the speaker crackles", "Sam")
+        await say(engine, "failed", "Where is ORD-002?", "Sam")
+        # As a decision cancelled before the graph moved leaves them (see `_turn_cut`); and a
+        # thread whose last turn failed, with nothing pending.
+        engine.threads.update("cut", status="error")
+        engine.threads.update("failed", status="error")
+        lines = len(engine.transcript("failed"))
+    async with open_engine(tmp_path) as reopened:
+        assert reopened.thread("cut").status == "awaiting_approval"  # type: ignore[union-attr]
+        assert await reopened.pending_approval("cut") is not None
+        assert reopened.thread("failed").status == "error"  # type: ignore[union-attr]
+        assert len(reopened.transcript("failed")) == lines  # no note added
+
+
 async def wait_for(condition: Callable[[], bool]) -> None:
     for _ in range(500):
         if condition():
