@@ -16,7 +16,14 @@ from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from agents.facade import MessageRejected, Settings, load_engine, person_name, validate_thread_id
+from agents.facade import (
+    MessageRejected,
+    Settings,
+    failure_text,
+    load_engine,
+    person_name,
+    validate_thread_id,
+)
 from shopbot_tui.collector import set_aside_long_lived
 from shopbot_tui.commands import ShopBotCommands
 from shopbot_tui.ids import new_thread_id
@@ -83,7 +90,10 @@ class ShopBotApp(App[int]):
             await engine.start()
             set_aside_long_lived()
         except Exception as exc:
-            self.post_message(EngineFailed(str(exc) or type(exc).__name__))
+            # A store damaged past its first page fails mid-start (reconciling the refunds
+            # reads the audit log): named, as everywhere.
+            problem = await asyncio.to_thread(failure_text, self.settings, exc)
+            self.post_message(EngineFailed(problem))
         else:
             self.post_message(EngineReady(engine))
 

@@ -33,13 +33,19 @@ async def read_stored(
 
 async def read_history(engine: ShopBotEngine, thread_id: str) -> ThreadLoaded:
     """The thread as the chat opens it: its last HISTORY_LINES lines and its graph state."""
+    info: ThreadInfo | None = None
+    lines: list[ChatLine] = []
     try:
         info, lines = await read_stored(engine, thread_id)
+        # Read apart from the transcript: a state that cannot be read still shows what was
+        # said (with why the conversation cannot go on).
         agent = await engine.active_agent(thread_id)
         pending = await engine.pending_approval(thread_id)
     except Exception as exc:
         problem = await asyncio.to_thread(failure_text, engine.settings, exc)
-        return ThreadLoaded(thread_id, None, [], 0, DEFAULT_AGENT, None, problem)
+        shown = lines[-HISTORY_LINES:]
+        agent = info.active_agent if info else DEFAULT_AGENT
+        return ThreadLoaded(thread_id, info, shown, len(lines) - len(shown), agent, None, problem)
     shown = lines[-HISTORY_LINES:]
     return ThreadLoaded(thread_id, info, shown, len(lines) - len(shown), agent, pending)
 

@@ -17,7 +17,7 @@ from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.screens.threads import ThreadsScreen
 from shopbot_tui.widgets.conversation import AssistantReply
-from tests.fakes.damage import damage_thread_state
+from tests.fakes.damage import damage_thread_state, filled_audit_log, garble_past_first_page
 from tests.test_tui_helpers import (
     SIZE,
     GatedModel,
@@ -309,8 +309,27 @@ async def test_a_conversation_whose_stored_state_is_damaged_says_so_and_the_app_
         (problem,) = iter_notices(app, "error")
         assert problem.startswith("Could not open the conversation: The stored state of")
         assert "conversation t-hurt" in problem and "Start a new conversation" in problem
+        # What was said is still shown: only the state behind it cannot be read.
+        shown = transcript_on_screen(app)
+        assert ("customer", "Where is ORD-002?") in shown
+        assert any(role == "assistant" and "In Transit" in text for role, text in shown)
         # A new conversation works as ever.
         await pilot.press("ctrl+n")
         await settle(pilot)
         await send(pilot, "Where is ORD-002?")
         assert "In Transit" in replies(app)[-1]
+
+
+async def test_an_audit_log_damaged_past_its_first_page_is_named_when_the_app_starts(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "audit.sqlite"
+    filled_audit_log(path)
+    damaged = garble_past_first_page(path)
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        (problem,) = iter_notices(app, "error")
+        assert problem.startswith(f"ShopBot could not start: The audit log at {path} is damaged")
+        assert app.engine is None
+    assert path.read_bytes() == damaged
