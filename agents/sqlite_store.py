@@ -57,7 +57,7 @@ def open_database(path: Path, *, what: str, check_same_thread: bool = True) -> s
 
 def damaged_text(what: str, path: Path, problem: object) -> str:
     return (
-        f"The {what} at {path} is damaged ({problem}). Nothing was changed. "
+        f"The {what} at {path} is damaged ({problem}); ShopBot left the file as it is. "
         f"Move the file aside (for example: mv '{path}' '{path}.damaged') and start again."
     )
 

@@ -73,7 +73,7 @@ def damaged_stores(settings: Settings) -> StorageError | None:
     listed = "; ".join(f"the {what} at {path} ({problem})" for what, path, problem in found)
     first = found[0][1]
     return StorageError(
-        f"ShopBot data files are damaged: {listed}. Nothing was changed. Move them aside "
+        f"ShopBot data files are damaged: {listed}; ShopBot left them as they are. Move them aside "
         f"(for example: mv '{first}' '{first}.damaged') and start again."
     )
 
@@ -91,8 +91,8 @@ def unreadable_thread(settings: Settings, thread_id: str, exc: BaseException) ->
         return StorageError(damaged_text("conversation store", path, problem))
     return StorageError(
         f"The stored state of conversation {thread_id} in the conversation store at {path} "
-        f"cannot be read ({type(exc).__name__}: {exc}). Nothing was changed; its transcript "
-        "and audit events are kept. Start a new conversation."
+        f"cannot be read ({type(exc).__name__}: {exc}); ShopBot left it as it is, and its "
+        "transcript and audit events are kept. Start a new conversation."
     )
 
 

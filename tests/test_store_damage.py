@@ -71,7 +71,7 @@ def test_several_damaged_files_are_all_named(tmp_path: Path) -> None:
     assert found is not None
     text = str(found)
     assert "the audit log at" in text and "the thread registry at" in text
-    assert "Nothing was changed" in text and "mv '" in text
+    assert "ShopBot left them as they are" in text and "mv '" in text
 
 
 async def test_a_conversation_whose_stored_state_is_damaged_says_so_and_others_go_on(
