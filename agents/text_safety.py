@@ -101,6 +101,12 @@ def clean_message(text: str) -> str:
             "The message is not valid text in the terminal's encoding (UTF-8 expected): "
             "none of it could be read; type it again."
         )
+    if not any(unicodedata.category(char)[0] in "LNPS" for char in text):
+        # Only control, formatting or zero-width characters: nothing a person could read.
+        raise MessageRejected(
+            "The message has nothing readable in it (only control or invisible characters): "
+            "type what you need help with."
+        )
     if len(cleaned) > MAX_MESSAGE_CHARS:
         raise MessageRejected(
             f"The message is too long ({len(cleaned):,} characters; the limit is "

@@ -183,3 +183,17 @@ def test_customer_names_with_hidden_characters_are_refused(value: str, reason: s
 @pytest.mark.parametrize("value", ["Sam", "José Álvarez", "Zoë", "Алексей", "李雷", "سارة"])
 def test_plain_names_of_any_script_pass(value: str) -> None:
     assert person_name(f"  {value} ") == value
+
+
+@pytest.mark.parametrize(
+    "unreadable",
+    ["\x07\x1b\x01", "\u200b\u200b", "\u200e", "\u202e\u2066", " \t\u200b\n", "\x1b"],
+)
+def test_a_message_of_nothing_readable_is_refused(unreadable: str) -> None:
+    with pytest.raises(MessageRejected, match=r"nothing readable|empty"):
+        clean_message(unreadable)
+
+
+@pytest.mark.parametrize("readable", ["?", "1", "\u05e9\u200f", "😀", "\x1b[2J"])
+def test_a_single_readable_character_is_enough(readable: str) -> None:
+    assert clean_message(readable)
