@@ -42,6 +42,8 @@ class ThreadLoaded(Message):
     agent: str
     pending: ApprovalRequest | None
     error: str = ""
+    # Which opening read it: a read for an earlier opening of the same thread is stale.
+    opening: int = 0
 
 
 @dataclass

@@ -19,18 +19,21 @@ class ThreadOpener:
         self._chat = chat
         # The open thread's history is on screen: a message can be sent.
         self.ready = False
+        # Counts openings: the history read for each carries its number.
+        self.opening = 0
 
     async def open(self, thread_id: str, customer: str | None) -> None:
         chat = self._chat
         await chat.view.leave()
         chat.thread_id, chat.customer = thread_id, customer
         chat.pending, self.ready = None, False
+        self.opening += 1
         chat.panel.show_gates([])
         chat.panel.show_session(thread_id, customer)
         await chat.view.start_loading(chat.turns.replies_so_far.chunk(thread_id))
         chat.sync_bindings()
         chat.run_worker(
-            self._read(thread_id),
+            self._read(thread_id, self.opening),
             name=f"open {thread_id}",
             group="thread-load",
             description="read a thread's history",
@@ -38,15 +41,18 @@ class ThreadOpener:
             exit_on_error=False,
         )
 
-    async def _read(self, thread_id: str) -> None:
+    async def _read(self, thread_id: str, opening: int) -> None:
         engine = self._chat.engine
         assert engine is not None
-        self._chat.post_message(await read_history(engine, thread_id))
+        loaded = await read_history(engine, thread_id)
+        loaded.opening = opening
+        self._chat.post_message(loaded)
 
     async def loaded(self, message: ThreadLoaded) -> None:
-        """Show the history read for the open thread (a read for another one is stale)."""
+        """Show the history read for the open thread (a read for another one, or for an
+        earlier opening of this one, already queued when it was opened again, is stale)."""
         chat = self._chat
-        if message.thread_id != chat.thread_id:
+        if message.thread_id != chat.thread_id or message.opening != self.opening:
             return
         if message.error:
             chat.notices.thread_unreadable(message.error)

@@ -13,6 +13,8 @@ from textual.widgets import DataTable, Input
 from agents.facade import ShopBotEngine
 from agents.offline.demo_model import OfflineDemoModel
 from agents.settings import Settings
+from agents.thread_registry import ChatLine
+from shopbot_tui.messages import ThreadLoaded
 from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.screens.threads import ThreadsScreen
@@ -333,3 +335,26 @@ async def test_an_audit_log_damaged_past_its_first_page_is_named_when_the_app_st
         assert problem.startswith(f"ShopBot could not start: The audit log at {path} is damaged")
         assert app.engine is None
     assert path.read_bytes() == damaged
+
+
+async def test_a_history_read_for_an_earlier_opening_of_the_thread_is_not_shown(
+    tmp_path: Path,
+) -> None:
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        chat = app.chat
+
+        def read(opening: int, text: str) -> ThreadLoaded:
+            line = ChatLine(1, chat.thread_id, "2026-11-30T09:00:00.000Z", "customer", text, None)
+            loaded = ThreadLoaded(chat.thread_id, None, [line], 0, "order_agent", None)
+            loaded.opening = opening
+            return loaded
+
+        # Queued before the thread was opened again: its history is the older one.
+        chat.post_message(read(chat.opener.opening - 1, "an older history"))
+        await settle(pilot)
+        assert ("customer", "an older history") not in transcript_on_screen(app)
+        chat.post_message(read(chat.opener.opening, "the history of this opening"))
+        await settle(pilot)
+        assert ("customer", "the history of this opening") in transcript_on_screen(app)
