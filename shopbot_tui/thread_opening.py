@@ -29,6 +29,8 @@ class ThreadOpener:
         chat.pending, self.ready = None, False
         self.opening += 1
         chat.panel.show_gates([])
+        # Until its state is read, not the step of the thread left behind ("answering").
+        chat.panel.show_agent(chat.panel.agent, "opening…")
         chat.panel.show_session(thread_id, customer)
         await chat.view.start_loading(chat.turns.replies_so_far.chunk(thread_id))
         chat.sync_bindings()

@@ -358,3 +358,22 @@ async def test_a_history_read_for_an_earlier_opening_of_the_thread_is_not_shown(
         chat.post_message(read(chat.opener.opening, "the history of this opening"))
         await settle(pilot)
         assert ("customer", "the history of this opening") in transcript_on_screen(app)
+
+
+async def test_a_thread_opened_while_another_answers_never_shows_that_ones_step(
+    tmp_path: Path,
+) -> None:
+    model = GatedModel()  # every model call waits until the test opens the gate
+    app = make_app(tmp_path, thread_id="t-one", customer="Sam", model=model)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?", wait=False)
+        await wait_until(pilot, lambda: model.held.is_set(), "the turn to reach the model")
+        panel = app.chat.panel
+        assert panel.step == "answering"
+        await app.chat.opener.open("t-two", "Sam")  # what ctrl+n does, before any read
+        assert panel.step == "opening…"
+        await wait_until(pilot, lambda: app.chat.thread_ready, "the new conversation")
+        assert (panel.agent, panel.step) == ("order_agent", "idle")
+        model.open()
+        await settle(pilot)
