@@ -19,7 +19,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from agents.sqlite_store import BUSY_TIMEOUT_MS, StorageError, is_busy, open_database
+from agents.sqlite_store import (
+    BUSY_TIMEOUT_MS,
+    StorageError,
+    cannot_write_text,
+    is_busy,
+    is_read_only,
+    open_database,
+)
 
 # Of each table, all rows but those of the latest checkpoint per namespace (`keep_latest`);
 # `writes` first, as its rows are found through the checkpoints that stay.
@@ -124,9 +131,7 @@ async def open_checkpoints(
 
 
 def _unusable(path: Path, what: str, exc: sqlite3.DatabaseError) -> StorageError:
-    if is_busy(exc):
-        return StorageError(
-            f"The {what} at {path} is locked by another program ({exc}). "
-            "Close other ShopBot windows or commands and try again."
-        )
-    return StorageError(f"The {what} at {path} cannot be used ({exc}).")
+    where = f"the {what} at {path}"
+    if is_busy(exc) or is_read_only(exc):
+        return StorageError(cannot_write_text(where, exc))
+    return StorageError(f"Cannot use {where} ({exc}).")

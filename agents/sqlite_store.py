@@ -49,7 +49,7 @@ def open_database(path: Path, *, what: str, check_same_thread: bool = True) -> s
     except sqlite3.DatabaseError as exc:
         conn.close()
         if is_busy(exc) or is_read_only(exc):
-            raise StorageError(_cannot_write(f"the {what} at {path}", exc)) from exc
+            raise StorageError(cannot_write_text(f"the {what} at {path}", exc)) from exc
         raise StorageError(damaged_text(what, path, exc)) from exc
     conn.row_factory = sqlite3.Row
     return conn
@@ -74,7 +74,7 @@ def is_read_only(exc: sqlite3.Error) -> bool:
     return code is not None and code & 0xFF == sqlite3.SQLITE_READONLY
 
 
-def _cannot_write(where: str, exc: sqlite3.Error) -> str:
+def cannot_write_text(where: str, exc: sqlite3.Error) -> str:
     # One message per cause, each saying what to do; "damaged" would send people astray.
     if is_busy(exc):
         return (
@@ -133,7 +133,7 @@ def immediate_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connecti
     except sqlite3.OperationalError as exc:
         if not (is_read_only(exc) or is_busy(exc)):
             raise
-        raise StorageError(_cannot_write(_database_file(conn), exc)) from exc
+        raise StorageError(cannot_write_text(_database_file(conn), exc)) from exc
 
 
 def apply_schema(
