@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -177,3 +178,41 @@ async def test_a_pruning_that_fails_on_a_lock_ends_no_turn_and_leaves_no_transac
         await chat(engine, "after", 2)
         await chat(engine, "busy", PRUNE_EVERY)
         assert len(rows(tmp_path, "busy")) == 1
+
+
+@pytest.mark.parametrize("failure", [sqlite3.OperationalError("disk I/O error"), "cancelled"])
+async def test_a_pruning_that_fails_half_way_deletes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: Exception | str
+) -> None:
+    async with open_engine(tmp_path) as engine:
+        await chat(engine, "half", PRUNE_EVERY - 1)
+        before = rows(tmp_path, "half")
+        writes_before = writes(tmp_path, "half")
+        conn = engine._saver.conn
+        execute = conn.execute
+        deleted: list[str] = []
+
+        # The `writes` rows are already deleted inside the transaction when the deletion of
+        # the checkpoints fails (or the task is cancelled while it waits for it).
+        async def fail_on_checkpoints(sql: str, *args: object) -> object:
+            if sql.startswith("DELETE FROM checkpoints"):
+                if failure == "cancelled":
+                    raise asyncio.CancelledError
+                assert isinstance(failure, Exception)
+                raise failure
+            if sql.startswith("DELETE"):
+                deleted.append(sql)
+            return await execute(sql, *args)
+
+        monkeypatch.setattr(conn, "execute", fail_on_checkpoints)
+        with pytest.raises((sqlite3.OperationalError, asyncio.CancelledError)):
+            await engine._saver.aprune(["half"], strategy="idle")
+        monkeypatch.undo()
+        assert deleted  # the failure came after a deletion had run
+        assert not conn.in_transaction
+        # Rolled back as a whole: the deleted `writes` rows are back, nothing is half pruned.
+        assert rows(tmp_path, "half") == before
+        assert writes(tmp_path, "half") == writes_before
+        # The shared connection still writes: the next turns run and the pruning succeeds.
+        await chat(engine, "half", 1)
+        assert len(rows(tmp_path, "half")) == 1
