@@ -46,7 +46,7 @@ from agents.model_factory import make_model
 from agents.provider import ProviderUnavailable
 from agents.redaction import redact, register_secret
 from agents.refund_reconcile import reconcile_refunds
-from agents.replies import LIMIT_REACHED, TURN_CUT_NOTE, TURN_FAILED_NOTE
+from agents.replies import LIMIT_REACHED, TURN_CUT_NOTE, TURN_FAILED_NOTE, TURN_STOPPED_NOTE
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.shop_data import ShopData
 from agents.specialists.spec import RECURSION_LIMIT
@@ -94,6 +94,10 @@ class ShopBotEngine:
         self.model = model or make_model(settings, offline_token_delay=offline_token_delay)
         self.retry = retry or RetryBudget()
         self._locks: dict[str, asyncio.Lock] = {}
+        # The task running each thread's graph in this process, and the threads whose turn a
+        # person stopped (`stop_turn`): their cut is noted as a stop, not as the app closing.
+        self._running: dict[str, asyncio.Task[Any]] = {}
+        self._stopped: set[str] = set()
         self._connection: aiosqlite.Connection | None = None
         self.graph: Any = None
 
@@ -217,6 +221,17 @@ class ShopBotEngine:
         """Answer the pending approval of `thread_id` and let the graph carry on."""
         return self._damage_named(thread_id, self._resume(thread_id, decision))
 
+    def stop_turn(self, thread_id: str) -> bool:
+        """Stop the turn this process runs on `thread_id` (a person pressed Stop): its graph
+        run is cancelled where it stands, as when the app closes, and the transcript says it
+        was stopped. False when no turn of that thread is running its graph here."""
+        task = self._running.get(thread_id)
+        if task is None or task.done():
+            return False
+        self._stopped.add(thread_id)
+        task.cancel()
+        return True
+
     async def _damage_named(
         self, thread_id: str, events: AsyncGenerator[EngineEvent, None]
     ) -> AsyncIterator[EngineEvent]:
@@ -316,11 +331,21 @@ class ShopBotEngine:
             # were saved, and a hand-off among them ends the history on a tool answer; or,
             # killed before its run saved anything, the model never got its message.
             lost = lost_message(self.threads.last_line(thread_id, "customer"), state)
-            then = [customer_message(lost), AIMessage(content=TURN_CUT_NOTE)] if lost else []
-            await self._mend_tail(thread_id, state, TURN_CUT_NOTE, then=then)
+            note = self._cut_note(info)
+            then = [customer_message(lost), AIMessage(content=note)] if lost else []
+            await self._mend_tail(thread_id, state, note, then=then)
             if lost and info.status == "answering":  # (a cut-off turn is noted already)
                 self.threads.append_line(thread_id, "note", TURN_CUT_NOTE)
         return active_in(state), pending
+
+    def _cut_note(self, info: ThreadInfo) -> str:
+        """What the model is told of a turn that did not finish: that a person stopped it,
+        when that is how its thread was left (see `_turn_cut`); else that ShopBot closed."""
+        if info.status == "error":
+            last = self.threads.last_line(info.thread_id, "note")
+            if last is not None and last.text == TURN_STOPPED_NOTE:
+                return TURN_STOPPED_NOTE
+        return TURN_CUT_NOTE
 
     def _pending(self, thread_id: str, state: Any) -> ApprovalRequest | None:
         return with_ledger(pending_in(thread_id, state), self.shop)
@@ -418,29 +443,30 @@ class ShopBotEngine:
         # The approval nodes announce a pause just before they call interrupt().
         paused = False
         try:
-            async for _namespace, data in self.graph.astream(
-                graph_input,
-                config,
-                context=context,
-                stream_mode="custom",
-                subgraphs=True,
-                # Checkpoint when the run stops (done, interrupted or failed), not after every
-                # step: it halves a turn's cost and its disk growth. A crash mid-turn loses only
-                # that turn's unfinished steps; the transcript and audit log already hold the
-                # message, and the refund ledger makes a replayed approval pay nothing twice.
-                durability="exit",
-            ):
-                if isinstance(data, TokenDelta):
+            with self._stoppable(thread_id):
+                async for _namespace, data in self.graph.astream(
+                    graph_input,
+                    config,
+                    context=context,
+                    stream_mode="custom",
+                    subgraphs=True,
+                    # Checkpoint when the run stops (done, interrupted or failed), not after every
+                    # step: it halves a turn's cost and its disk growth. A crash mid-turn loses only
+                    # that turn's unfinished steps; the transcript and audit log already hold the
+                    # message, and the refund ledger makes a replayed approval pay nothing twice.
+                    durability="exit",
+                ):
+                    if isinstance(data, TokenDelta):
+                        yield data
+                        continue
+                    if isinstance(data, AgentChanged):
+                        agent = data.agent
+                    if isinstance(data, ReplyDone):
+                        done = data
+                    if isinstance(data, StepChanged) and data.step == "waiting_for_approval":
+                        paused = True
+                    self._note(thread_id, data)
                     yield data
-                    continue
-                if isinstance(data, AgentChanged):
-                    agent = data.agent
-                if isinstance(data, ReplyDone):
-                    done = data
-                if isinstance(data, StepChanged) and data.step == "waiting_for_approval":
-                    paused = True
-                self._note(thread_id, data)
-                yield data
         except asyncio.CancelledError:
             self._turn_cut(thread_id, agent)
             raise
@@ -467,6 +493,17 @@ class ShopBotEngine:
             yield ApprovalRequested(result.pending)
         yield TurnFinished(result)
 
+    @contextmanager
+    def _stoppable(self, thread_id: str) -> Iterator[None]:
+        """While the graph runs, `stop_turn` may cancel it; after, the turn is only being
+        recorded: too late to stop."""
+        if (task := asyncio.current_task()) is not None:
+            self._running[thread_id] = task
+        try:
+            yield
+        finally:
+            self._running.pop(thread_id, None)
+
     async def _failure(self, thread_id: str, exc: Exception) -> TurnFailed:
         """What broke the turn, for the person: a damaged store by name, else no internals."""
         named = exc if isinstance(exc, StorageError) else await self._named(thread_id, exc)
@@ -486,14 +523,22 @@ class ShopBotEngine:
             raise
 
     def _turn_cut(self, thread_id: str, agent: str) -> None:
-        """The turn was cancelled (the app closed, Ctrl+C): say so in the transcript and the
-        audit log. The thread is marked "error", so the next message reads its state back
-        from the checkpoint (whatever the cut left there) instead of assuming it idle."""
+        """The turn was cancelled (stopped by a person, the app closed, Ctrl+C): say so in the
+        transcript and the audit log. The thread is marked "error", so the next message reads
+        its state back from the checkpoint (whatever the cut left there) instead of assuming
+        it idle."""
+        stopped = thread_id in self._stopped
+        self._stopped.discard(thread_id)
         try:
-            self.threads.append_line(thread_id, "note", TURN_CUT_NOTE)
+            self.threads.append_line(
+                thread_id, "note", TURN_STOPPED_NOTE if stopped else TURN_CUT_NOTE
+            )
             self.threads.update(thread_id, active_agent=agent, status="error")
             self._recorder.append(
-                "turn_finished", thread_id=thread_id, agent=agent, detail={"status": "cut off"}
+                "turn_finished",
+                thread_id=thread_id,
+                agent=agent,
+                detail={"status": "stopped" if stopped else "cut off"},
             )
         except Exception:
             log.exception("recording the cut-off turn of %s failed", thread_id)

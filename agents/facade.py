@@ -43,6 +43,7 @@ from agents.events import (
 )
 from agents.logging_setup import configure_logging
 from agents.redaction import redact
+from agents.replies import TURN_STOPPED_NOTE
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.sqlite_store import StorageError
 from agents.store_damage import diagnose_storage, failure_text, file_failure_text
@@ -84,6 +85,7 @@ __all__ = [
     "OFFLINE_MODEL_LABEL",
     "REFUND_OPTIONS",
     "STEP_LABELS",
+    "TURN_STOPPED_NOTE",
     "AgentChanged",
     "ApprovalDecided",
     "ApprovalRequest",

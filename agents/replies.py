@@ -54,3 +54,7 @@ TURN_CUT_NOTE = (
     "The reply was cut off: ShopBot was closed while answering. If it still needs an answer, "
     "send your message again."
 )
+TURN_STOPPED_NOTE = (
+    "The reply was stopped before it was finished. If it still needs an answer, send your "
+    "message again."
+)

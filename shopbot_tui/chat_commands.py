@@ -46,6 +46,13 @@ class ChatCommands:
                 text=text,
             )
 
+    def stop_reply(self) -> None:
+        """Stop the open thread's running turn (esc): it ends with a note saying so, and
+        whatever it streamed that no ReplyDone confirmed goes, as for any unfinished reply."""
+        chat = self._chat
+        if chat.engine is not None and chat.turns.stop(chat.thread_id, chat.engine):
+            chat.panel.show_agent(chat.panel.agent, "stopping…")
+
     async def new_thread(self) -> None:
         chat = self._chat
         if chat.engine is None:

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 STILL_LOADING = "ShopBot is still loading the engine; your message is kept."
 STILL_OPENING = "The conversation is still opening; your message is kept."
 STILL_ANSWERING = (
-    "ShopBot is still answering. Send this when the reply is done; your message is kept."
+    "ShopBot is still answering. Send this when the reply is done, or press esc to stop the "
+    "reply; your message is kept."
 )
 # Said here rather than the engine's refusal, which names a `shopbot resume` command line.
 WAITS_FOR_DECISION = (

@@ -42,6 +42,12 @@ class ShopBotCommands(Provider):
                 "Put the last reply on the clipboard (ctrl+y)",
                 screen.action_copy_reply,
             )
+            if screen.thread_id in screen.busy:
+                yield (
+                    "Stop the reply",
+                    "Stop the answer being written (esc)",
+                    screen.action_stop_reply,
+                )
             if screen.pending is not None:
                 yield (
                     "Decide pending approval",

@@ -13,14 +13,16 @@ from typing import TYPE_CHECKING
 
 from textual.worker import Worker, WorkerState
 
+from agents.facade import TURN_STOPPED_NOTE
 from shopbot_tui.collector import CollectorPause
+from shopbot_tui.messages import NoteAdded, TurnEnded
 from shopbot_tui.replies_so_far import RepliesSoFar
 from shopbot_tui.turn_stream import drive_turn
 
 if TYPE_CHECKING:
     from textual.dom import DOMNode
 
-    from agents.facade import EngineEvent
+    from agents.facade import EngineEvent, ShopBotEngine
 
 # A turn worker's group is this and its thread: `exclusive` then cancels only that thread's.
 TURN_GROUP = "turn:"
@@ -33,6 +35,8 @@ class TurnWorkers:
         self._node = node
         # Threads with a turn in flight: a second message there is refused, not queued.
         self.busy: set[str] = set()
+        # Threads whose turn a person stopped (esc), until its worker ends.
+        self.stopping: set[str] = set()
         self.replies_so_far = RepliesSoFar()
         self._collector = CollectorPause()
 
@@ -68,17 +72,34 @@ class TurnWorkers:
     def over(self, thread_id: str) -> None:
         """The turn of `thread_id` ended (or never started)."""
         self.busy.discard(thread_id)
+        self.stopping.discard(thread_id)
         self.replies_so_far.forget(thread_id)
         self._collector.release(thread_id)
 
+    def stop(self, thread_id: str, engine: ShopBotEngine) -> bool:
+        """Stop the running turn of `thread_id`; False when there is none to stop."""
+        if thread_id not in self.busy or thread_id in self.stopping:
+            return False
+        if not engine.stop_turn(thread_id):  # (its graph is done: only recording is left)
+            return False
+        self.stopping.add(thread_id)
+        return True
+
     def worker_changed(self, event: Worker.StateChanged) -> None:
-        """A cancelled or failed turn worker posts no TurnEnded: its turn is over here."""
+        """A cancelled or failed turn worker posts no TurnEnded: its turn is over here. One a
+        person stopped ends as the engine recorded it: with its note, then TurnEnded."""
         group = event.worker.group
         # Only turn workers: a failed export must not free a thread that happens to be
         # called "export".
         ended = event.state in (WorkerState.CANCELLED, WorkerState.ERROR)
-        if ended and group.startswith(TURN_GROUP):
-            self.over(group.removeprefix(TURN_GROUP))
+        if not (ended and group.startswith(TURN_GROUP)):
+            return
+        thread_id = group.removeprefix(TURN_GROUP)
+        stopped = event.state == WorkerState.CANCELLED and thread_id in self.stopping
+        self.over(thread_id)
+        if stopped:
+            self._node.post_message(NoteAdded(thread_id, text=TURN_STOPPED_NOTE))
+            self._node.post_message(TurnEnded(thread_id, result=None))
 
     def release_all(self) -> None:
         """The app may quit mid-turn: the collector must not stay off behind it."""

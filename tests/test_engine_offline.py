@@ -23,7 +23,7 @@ from agents.events import (
 )
 from agents.facade import InputError
 from agents.offline.demo_model import OfflineDemoModel
-from agents.replies import TURN_CUT_NOTE
+from agents.replies import TURN_CUT_NOTE, TURN_STOPPED_NOTE
 from tests.engine_support import (
     assert_mistral_valid,
     audit_of,
@@ -448,6 +448,47 @@ async def test_a_turn_cut_after_a_hand_off_leaves_a_history_the_provider_accepts
         # The cut turn was closed with its note before the new message came in.
         assert [m.text for m in stored[3:5]] == [TURN_CUT_NOTE, "Where is my order ORD-001?"]
         assert_mistral_valid(stored)
+
+
+async def test_a_stopped_turn_says_so_and_only_that_turn_stops(tmp_path: Path) -> None:
+    # The order agent hands off (a saved step), then the refund agent's first call hangs.
+    model = GatedModel(free_calls=1)
+    async with open_engine(tmp_path, model=model) as engine:
+        assert not engine.stop_turn("stop")  # nothing runs there: nothing to stop
+        text = "I want a refund for ORD-001, the headphones stopped working"
+        turn = asyncio.create_task(say(engine, "stop", text, "Alex"))
+        await asyncio.wait_for(model.held.wait(), timeout=10)
+        assert not engine.stop_turn("elsewhere")
+        assert engine.stop_turn("stop")  # a person pressed Stop
+        with pytest.raises(asyncio.CancelledError):
+            await turn
+        assert not engine.stop_turn("stop")  # stopped already
+
+        info = engine.thread("stop")
+        assert info is not None and info.status == "error"
+        lines = engine.transcript("stop")
+        assert [(line.role, line.text) for line in lines][-1] == ("note", TURN_STOPPED_NOTE)
+        finished = [e for e in audit_of(engine, "stop") if e.kind == "turn_finished"]
+        assert [e.detail["status"] for e in finished] == ["stopped"]
+
+        model.open()
+        again = await say(engine, "stop", "Where is my order ORD-001?", "Alex")
+        assert "Wireless Headphones" in again.result.reply
+        stored = await history(engine, "stop")
+        # The model reads that the turn was stopped, not that ShopBot closed.
+        assert [m.text for m in stored[3:5]] == [TURN_STOPPED_NOTE, "Where is my order ORD-001?"]
+        assert_mistral_valid(stored)
+
+        # A later cut (the app closing) is told as such, whatever an earlier stop said.
+        model.hold_from_now()
+        turn = asyncio.create_task(say(engine, "stop", "And ORD-004?", "Alex"))
+        await asyncio.wait_for(model.held.wait(), timeout=10)
+        turn.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await turn
+        assert engine.transcript("stop")[-1].text == TURN_CUT_NOTE
+        finished = [e for e in audit_of(engine, "stop") if e.kind == "turn_finished"]
+        assert [e.detail["status"] for e in finished][-1] == "cut off"
 
 
 async def test_a_reply_that_fails_after_an_approval_keeps_the_paid_refund(tmp_path: Path) -> None:

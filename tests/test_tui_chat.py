@@ -14,9 +14,10 @@ from textual import events
 from textual.color import Color
 from textual.widgets import Input
 
+from agents.audit_log import AuditQuery
 from agents.context import RetryBudget
 from agents.events import EngineEvent
-from agents.facade import ShopBotEngine
+from agents.facade import TURN_STOPPED_NOTE, ShopBotEngine
 from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage
 from shopbot_tui.widgets.side_panel import AgentCard, SidePanel
@@ -91,6 +92,46 @@ async def test_a_reply_streams_into_one_markdown_widget(tmp_path: Path) -> None:
         assert app.chat.query_one(AssistantReply) is streaming
         assert streaming.complete and streaming.border_title == "Order agent"
         assert "In Transit" in streaming.source
+
+
+async def test_esc_stops_a_reply_and_the_conversation_goes_on(tmp_path: Path) -> None:
+    model = GatedModel(pause_mid_reply=True)
+    app = make_app(tmp_path, thread_id="t-stop", customer="Sam", model=model)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("escape")  # nothing runs: nothing happens, nothing is said
+        await send(pilot, "Hi, where is my order ORD-002?", wait=False)
+        model.open()
+        await wait_until(
+            pilot,
+            lambda: (
+                bool(app.chat.query(AssistantReply).last().source)
+                if app.chat.query(AssistantReply)
+                else False
+            ),
+            "streaming to start",
+        )
+        # A second message while it writes is refused with a notice naming the way out.
+        await send(pilot, "hello?", wait=False)
+        assert any("esc to stop" in notice for notice in iter_notices(app, "warning"))
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: "t-stop" not in app.chat.busy, "the turn to stop")
+        await settle(pilot)
+        assert not app.chat.query(AssistantReply)  # the unfinished reply is not kept
+        assert notes(app)[-1] == TURN_STOPPED_NOTE
+        assert app.chat.panel.step == "idle"
+        assert app.engine is not None
+        finished = app.engine.audit.page(AuditQuery(thread_id="t-stop", kinds=("turn_finished",)))
+        assert finished[0].detail == {"status": "stopped"}
+        # The screen says what the stored transcript says.
+        stored = [(line.role, line.text) for line in app.engine.transcript("t-stop")]
+        assert stored[-1] == ("note", TURN_STOPPED_NOTE)
+        assert app.chat.message_input.value == "hello?"  # the refused message is kept
+
+        model.resume()
+        app.chat.message_input.value = ""
+        await send(pilot, "Where is my order ORD-002?")
+        assert "In Transit" in replies(app)[-1]
 
 
 async def test_handoff_shows_in_side_panel_and_chat(tmp_path: Path) -> None:

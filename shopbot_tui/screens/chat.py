@@ -73,6 +73,8 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+y", "copy_reply", "Copy reply", id="chat.copy_reply"),
         Binding("ctrl+s", "export_chat", "Export", id="chat.export"),
         Binding("ctrl+l", "audit_log", "Audit log", id="chat.audit_log"),
+        # Not in the footer (room is short there): the "still answering" notice names it.
+        Binding("escape", "stop_reply", "Stop reply", show=False, id="chat.stop_reply"),
         Binding("ctrl+b", "toggle_panel", "Side panel", show=False, id="chat.toggle_panel"),
         Binding("pageup", "scroll_chat(-1)", "Scroll up", show=False, id="chat.page_up"),
         Binding("pagedown", "scroll_chat(1)", "Scroll down", show=False, id="chat.page_down"),
@@ -233,6 +235,9 @@ class ChatScreen(Screen[None]):
     def action_decide(self) -> None:
         if self.pending is not None:
             self.approvals.ask(self.pending)
+
+    def action_stop_reply(self) -> None:
+        self.commands.stop_reply()
 
     def action_copy_reply(self) -> None:
         self.commands.copy_reply()
