@@ -6,12 +6,13 @@ would reject, so every flow here also proves our histories are valid for Mistral
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from agents.events import HandedOff, LimitReached, Retrying, TokenDelta, TurnFailed
-from agents.replies import LIMIT_REACHED
+from agents.replies import LIMIT_REACHED, TURN_STOPPED_NOTE
 from agents.specialists.spec import MAX_HANDOFFS_PER_TURN
 from tests.engine_support import audit_of, decide, history, kinds, open_engine, say, tools_run
 from tests.fakes.fake_mistral import (
@@ -353,3 +354,40 @@ async def test_angry_complaint_reviewed(tmp_path: Path, fake_mistral: FakeMistra
         assert "senior support agent" in done.result.reply
         assert "escalated" in kinds(audit_of(engine, "cp"))
     assert fake_mistral.served == 2
+
+
+async def test_a_reply_stopped_mid_stream_leaves_a_history_mistral_accepts(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    fake_mistral.stream_chunk_delay = 0.05  # 4 characters every 50 ms: seconds of reply
+    fake_mistral.script(
+        text("Hello! " + "Let me tell you everything about our shop. " * 20),
+        tool_call("lookup_order", {"order_id": "ORD-001"}),
+        structured("OrderExtraction", {"order_id": "ORD-001", "query_type": "status"}),
+        text("Your Wireless Headphones were delivered."),
+    )
+    async with open_engine(tmp_path, offline=False) as engine:
+        first_token = asyncio.Event()
+
+        async def run() -> None:
+            async for event in engine.run_turn("st", "Hi", customer="Alex"):
+                if isinstance(event, TokenDelta):
+                    first_token.set()
+
+        turn = asyncio.create_task(run())
+        await asyncio.wait_for(first_token.wait(), timeout=10)
+        assert engine.stop_turn("st")
+        with pytest.raises(asyncio.CancelledError):
+            await turn
+        fake_mistral.stream_chunk_delay = 0.0
+        again = await say(engine, "st", "Where is my order ORD-001?", "Alex")
+        assert again.result.status == "done"
+        assert again.result.reply == "Your Wireless Headphones were delivered."
+        assert engine.transcript("st")[1].text == TURN_STOPPED_NOTE
+    # The stopped reply is not in the next request, the message it answered is; the strict
+    # server (the fixture) accepted every request.
+    after = fake_mistral.requests[1].messages
+    assert [(m["role"], m["content"]) for m in after[1:]] == [
+        ("user", "Hi"),
+        ("user", "Where is my order ORD-001?"),
+    ]
