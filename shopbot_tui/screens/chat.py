@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -42,6 +42,7 @@ from shopbot_tui.messages import (
 )
 from shopbot_tui.thread_opening import ThreadOpener
 from shopbot_tui.thread_view import ThreadView
+from shopbot_tui.toasts import hide_covered_toasts
 from shopbot_tui.turn_reports import TurnReports
 from shopbot_tui.turn_workers import TurnWorkers
 from shopbot_tui.widgets.conversation import ChatLog, SystemNote
@@ -112,6 +113,9 @@ class ChatScreen(Screen[None]):
 
     def on_unmount(self) -> None:
         self.turns.release_all()
+
+    def on_screen_suspend(self, _event: events.ScreenSuspend) -> None:
+        hide_covered_toasts(self)
 
     @property
     def panel(self) -> SidePanel:

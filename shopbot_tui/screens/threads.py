@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -27,6 +27,7 @@ from agents.facade import (
     visible,
 )
 from shopbot_tui.ids import new_thread_id
+from shopbot_tui.toasts import hide_covered_toasts
 
 STATUS_MARKS: dict[str, tuple[str, str]] = {
     "answering": ("…", "italic"),
@@ -117,6 +118,9 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
                 id="threads-hint",
             )
         yield Footer()
+
+    def on_screen_suspend(self, _event: events.ScreenSuspend) -> None:
+        hide_covered_toasts(self)
 
     def on_mount(self) -> None:
         table = self.query_one("#threads", DataTable)
