@@ -136,8 +136,8 @@ async def test_complaint_review(tmp_path: Path) -> None:
         assert "angry" in text and "two weeks late" in text and "Alex" in text
         labels = [str(button.label) for button in screen.query(Button)]
         assert labels == [
-            "[s] Escalate to senior",
-            "[c] Provide compensation",
+            "[s] Senior review",
+            "[c] Compensate",
             "[t] Close ticket",
         ]
         # Keys of the other kind of decision do nothing here.

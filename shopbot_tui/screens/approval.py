@@ -42,9 +42,17 @@ KIND_TITLES: dict[str, str] = {
 }
 
 
+# Shorter than the option's name: "[c] Provide compensation" was cut on its button at any
+# terminal width (a button has about 20 columns), and the footer lost "esc" at 70 columns.
+OPTION_TITLES: dict[str, str] = {
+    "escalate_to_senior": "Senior review",
+    "provide_compensation": "Compensate",
+}
+
+
 def option_title(option: str) -> str:
-    """'escalate_to_senior' -> 'Escalate to senior'."""
-    return option.replace("_", " ").capitalize()
+    """'provide_compensation' -> 'Compensate', 'close_ticket' -> 'Close ticket'."""
+    return OPTION_TITLES.get(option) or option.replace("_", " ").capitalize()
 
 
 def money(value: object) -> str:
@@ -96,10 +104,16 @@ class ApprovalScreen(ModalScreen[str | None]):
     CSS_PATH = "approval.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         *(
-            Binding(key, f"choose('{option}')", option_title(option), id=f"approval.{option}")
+            Binding(
+                key,
+                f"choose('{option}')",
+                option_title(option),
+                tooltip=option.replace("_", " ").capitalize(),
+                id=f"approval.{option}",
+            )
             for option, key in OPTION_KEYS.items()
         ),
-        Binding("escape", "later", "Decide later", id="approval.later"),
+        Binding("escape", "later", "Later", tooltip="Decide later", id="approval.later"),
     ]
 
     # The modal opens when a reply ends, often while the person is still typing: a stray

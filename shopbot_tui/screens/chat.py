@@ -67,13 +67,21 @@ class ChatScreen(Screen[None]):
         (0, "-narrow"),
         (NARROW_BELOW, "-wide"),
     ]
+    # Short descriptions, and copy/export only in the command palette (ctrl+p), so the keys
+    # that matter (and the app's ctrl+q) fit the footer of an 80- or even 70-column terminal.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+n", "new_thread", "New chat", id="chat.new_thread"),
-        Binding("ctrl+t", "threads", "Threads", id="chat.threads"),
-        Binding("ctrl+r", "decide", "Decide", id="chat.decide"),
-        Binding("ctrl+y", "copy_reply", "Copy reply", id="chat.copy_reply"),
-        Binding("ctrl+s", "export_chat", "Export", id="chat.export"),
-        Binding("ctrl+l", "audit_log", "Audit log", id="chat.audit_log"),
+        Binding("ctrl+n", "new_thread", "New", tooltip="New conversation", id="chat.new_thread"),
+        Binding(
+            "ctrl+t",
+            "threads",
+            "Threads",
+            tooltip="Open or start a conversation",
+            id="chat.threads",
+        ),
+        Binding("ctrl+r", "decide", "Decide", tooltip="Reopen the approval", id="chat.decide"),
+        Binding("ctrl+l", "audit_log", "Audit", tooltip="Audit log viewer", id="chat.audit_log"),
+        Binding("ctrl+y", "copy_reply", "Copy reply", show=False, id="chat.copy_reply"),
+        Binding("ctrl+s", "export_chat", "Export", show=False, id="chat.export"),
         Binding("ctrl+b", "toggle_panel", "Side panel", show=False, id="chat.toggle_panel"),
         Binding("pageup", "scroll_chat(-1)", "Scroll up", show=False, id="chat.page_up"),
         Binding("pagedown", "scroll_chat(1)", "Scroll down", show=False, id="chat.page_down"),
