@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.content import Content
+from textual.notifications import SeverityLevel
 
 from agents.facade import (
     MessageRejected,
@@ -114,6 +116,25 @@ class ShopBotApp(App[int]):
     async def _engine_failed(self, message: EngineFailed) -> None:
         self._exit_code = 1
         await self.chat.engine_failed(message.error)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """A toast, or a line in the approval dialog while one is open or opening: a toast
+        over the dialog hid its details or its options in a small terminal. Called on the
+        event loop only (ShopBot notifies from no thread)."""
+        dialog = self.chat.approvals.dialog
+        if dialog is None:
+            super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+            return
+        text = Content.from_markup(message) if markup else Content(message)
+        dialog.show_notice(text, title=title, severity=severity)
 
     async def on_unmount(self) -> None:
         if self.engine is not None:

@@ -9,6 +9,7 @@ from shopbot_tui.widgets.side_panel import step_text
 
 if TYPE_CHECKING:
     from agents.facade import ApprovalRequest
+    from shopbot_tui.screens.approval import ApprovalScreen
     from shopbot_tui.screens.chat import ChatScreen
 
 
@@ -25,7 +26,9 @@ class ApprovalFlow:
 
     def __init__(self, chat: ChatScreen) -> None:
         self._chat = chat
-        self._modal_open = False
+        # The approval dialog open or about to open (it is pushed after the next refresh):
+        # the app says every notification in it meanwhile (ShopBotApp.notify).
+        self.dialog: ApprovalScreen | None = None
 
     def wait_for(
         self, pending: ApprovalRequest | None, *, agent: str, answering: bool = False
@@ -49,17 +52,16 @@ class ApprovalFlow:
         if not chat.panel.gates and request.thread_id == chat.thread_id:
             # Reopened (after a restart, say): the checks that led here, from the request.
             chat.panel.show_gates(checks_asked_about(request))
-        if self._modal_open:
+        if self.dialog is not None:
             return
-        self._modal_open = True
 
         # (Imported here: not needed for the first paint.)
         from shopbot_tui.screens.approval import ApprovalScreen
 
-        modal = ApprovalScreen(request)
+        self.dialog = modal = ApprovalScreen(request)
 
         def decided(decision: str | None) -> None:
-            self._modal_open = False
+            self.dialog = None
             if modal.typed:
                 self._keep_typed(modal.typed)
             if decision is None:

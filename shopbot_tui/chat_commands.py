@@ -37,8 +37,9 @@ class ChatCommands:
         elif thread_id in chat.busy:
             chat.notices.not_sent(STILL_ANSWERING)
         elif chat.pending is not None:
-            chat.notices.not_sent(WAITS_FOR_DECISION)
+            # Asked before the notice, so the dialog says it (a toast would hide under it).
             chat.approvals.ask(chat.pending)
+            chat.notices.not_sent(WAITS_FOR_DECISION)
         else:
             chat.turns.start(
                 thread_id,

@@ -42,6 +42,9 @@ class TurnReports:
         chat.turns.over(message.thread_id)
         if message.thread_id != chat.thread_id:
             return
+        if message.pending is not None:
+            # Asked before the notice, so the dialog says it (a toast would hide under it).
+            chat.approvals.ask(message.pending)
         # The text was never taken out of the input: the person can fix and resend it.
         chat.notices.not_sent(WAITS_FOR_DECISION if message.pending is not None else message.reason)
         chat.message_input.focus()

@@ -11,7 +11,7 @@ from textual import events
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import Button, Input
-from textual.widgets._toast import Toast
+from textual.widgets._toast import Toast, ToastRack
 
 from agents.facade import ShopBotEngine
 from agents.offline.demo_model import OfflineDemoModel
@@ -24,6 +24,7 @@ from tests.test_tui_helpers import (
     SIZE,
     RecordingApp,
     audit_kinds,
+    frame_text,
     instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
     make_app,
@@ -89,7 +90,7 @@ async def test_refund_opens_the_modal_and_approve_by_key(tmp_path: Path) -> None
         labels = [str(button.label) for button in screen.query(Button)]
         assert labels == ["[a] Approve", "[r] Reject", "[e] Escalate"]
         assert app.bells == 1
-        assert any("ORD-005" in notice for notice in iter_notices(app, "warning"))
+        assert not app.notices  # the dialog says what is asked; no toast repeats it over it
         assert "waiting for a human decision: refund approval" in notes(app)
         assert "approval_requested" in audit_kinds(app, "t-test")
 
@@ -135,8 +136,8 @@ async def test_complaint_review(tmp_path: Path) -> None:
         assert "angry" in text and "two weeks late" in text and "Alex" in text
         labels = [str(button.label) for button in screen.query(Button)]
         assert labels == [
-            "[s] Escalate to senior",
-            "[c] Provide compensation",
+            "[s] Senior review",
+            "[c] Compensate",
             "[t] Close ticket",
         ]
         # Keys of the other kind of decision do nothing here.
@@ -330,12 +331,13 @@ async def test_every_option_shows_in_a_small_terminal(
         hint = screen.query_one("#approval-hint").region
         assert dialog.contains_region(hint) and hint.height == 1
         assert not any(hint.overlaps(button.region) for button in screen.query(Button))
-        # The "Decision needed" toast shows beside the details, never over what decides.
-        await wait_until(pilot, lambda: bool(screen.query(Toast)), "the toast")
-        (toast,) = screen.query(Toast)
-        assert toast.region.height > 0
+        # A notice said while the dialog is up sits above the options, inside the dialog.
+        app.notify("Thread t-other has a new reply.", markup=False)
+        await pilot.pause()
+        notice = screen.query_one("#approval-notice").region
+        assert dialog.contains_region(notice) and notice.height >= 1
         for decides in [*screen.query(Button), screen.query_one("#approval-hint")]:
-            assert not toast.region.overlaps(decides.region), decides
+            assert not notice.overlaps(decides.region), decides
         # The details scroll above the options: the last check can be brought into view.
         scroller = screen.query_one("#approval-dialog", VerticalScroll)
         scroller.scroll_end(animate=False)
@@ -382,3 +384,37 @@ async def test_choosing_the_open_thread_in_the_list_shows_it_as_stored(tmp_path:
         await pilot.press("escape")
         await settle(pilot)
         assert app.chat.pending is not None
+
+
+@pytest.mark.parametrize("size", [(80, 24), (70, 20)])
+async def test_a_notification_shows_once_and_never_over_the_dialog(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await settle(pilot)
+        await dialog_after(pilot, REFUND)
+        await pilot.press("escape")  # decide later: a toast on the chat says ctrl+r reopens
+        await settle(pilot)
+        assert "still pending" in frame_text(app)
+        # A message while the decision is pending: refused, and the dialog opens again.
+        await send(pilot, "hello?")
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen)
+        await wait_until(pilot, lambda: not screen.query(Toast), "no toast on the dialog")
+        frame = frame_text(app)
+        # Said once, in the dialog; the chat's toast does not show through its backdrop.
+        assert frame.count("Not sent") == 1, frame
+        assert "still pending" not in frame, frame
+        assert not any(rack.display for rack in app.chat.query(ToastRack))
+        notice = screen.query_one("#approval-notice")
+        assert "waits for a decision" in visible_text(notice)
+        for decides in screen.query(Button):
+            assert not notice.region.overlaps(decides.region)
+        # The details are still there to read (scrolled to if the terminal is short).
+        assert "Refund of ORD-005" in frame
+        # Once decided, what was said in the dialog does not come back as a toast.
+        await pilot.press("r", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen)
+        assert "Not sent" not in frame_text(app)

@@ -553,3 +553,29 @@ def test_snapshot_of_the_viewer(audit_path: Path, snap_compare: Any) -> None:
         await settle(pilot)
 
     assert snap_compare(ViewerHost(audit_path), terminal_size=(120, 34), run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (70, 20)])
+async def test_every_filter_shows_in_a_small_terminal(
+    audit_path: Path, size: tuple[int, int]
+) -> None:
+    long_thread = "20261130-114305-2b692c"  # as the app names threads
+    async with ViewerHost(audit_path, thread_id=long_thread).run_test(size=size) as pilot:
+        screen, _table = await opened(pilot)
+        width = size[0]
+        bar = screen.query_one("#audit-filters")
+        for selector in ("#audit-thread", "#audit-kind", "#audit-search"):
+            region = screen.query_one(selector).region
+            assert region.width >= 16 and region.right <= width, (selector, region)
+        # The filter bar is one row of inputs (a wrapped thread id made it four rows tall).
+        assert bar.region.height == 3
+        # The count is shown: in the bar when it has room, else in the header.
+        assert "0 events" in count_label(screen)
+        if width < 90:
+            assert screen.sub_title == "0 events"
+            assert not screen.query_one("#audit-count").display
+        # Wider again: the count is back in the bar and the header is the title alone.
+        await pilot.resize_terminal(120, 32)
+        await pilot.pause()
+        assert screen.sub_title == ""
+        assert screen.query_one("#audit-count").region.width > 0

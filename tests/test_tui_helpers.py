@@ -4,6 +4,7 @@ by the offline demo model, and ways to wait for the engine without sleeping."""
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import PrivateAttr
+from rich.console import Console
 from textual.content import Content
 from textual.pilot import Pilot
 from textual.widget import Widget
@@ -117,6 +119,17 @@ def painted_text(app: ShopBotApp, widget: Widget) -> str:
     region = widget.region
     strips = app.screen._compositor.render_strips()[region.y : region.bottom]
     return "\n".join(strip.crop(region.x, region.right).text for strip in strips)
+
+
+def frame_text(app: ShopBotApp) -> str:
+    """The whole frame as the terminal shows it, the screens under a modal included (what
+    `App.export_screenshot` renders), as plain text."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), record=True)
+    console.print(
+        app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    )
+    return console.export_text(styles=False)
 
 
 def transcript_on_screen(app: ShopBotApp) -> list[tuple[str, str]]:

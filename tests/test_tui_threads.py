@@ -377,3 +377,26 @@ async def test_a_thread_opened_while_another_answers_never_shows_that_ones_step(
         assert (panel.agent, panel.step) == ("order_agent", "idle")
         model.open()
         await settle(pilot)
+
+
+async def test_typing_over_the_conversation_list_filters_it(tmp_path: Path) -> None:
+    app = make_app(tmp_path, thread_id="t-one", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?")
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        await send(pilot, "Where is ORD-005?")
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ThreadsScreen)
+        table = screen.query_one("#threads", DataTable)
+        assert app.focused is table and table.row_count == 2
+        await pilot.press(*"002")  # no ctrl+f first: typing goes to the filter
+        await pilot.pause()
+        assert screen.query_one("#filter", Input).value == "002"
+        assert [row.value for row in table.rows] == ["t-one"]
+        await pilot.press("enter", "enter")  # the filter hands over to the list, which opens
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen) and app.chat.thread_id == "t-one"

@@ -42,9 +42,17 @@ KIND_TITLES: dict[str, str] = {
 }
 
 
+# Shorter than the option's name: "[c] Provide compensation" was cut on its button at any
+# terminal width (a button has about 20 columns), and the footer lost "esc" at 70 columns.
+OPTION_TITLES: dict[str, str] = {
+    "escalate_to_senior": "Senior review",
+    "provide_compensation": "Compensate",
+}
+
+
 def option_title(option: str) -> str:
-    """'escalate_to_senior' -> 'Escalate to senior'."""
-    return option.replace("_", " ").capitalize()
+    """'provide_compensation' -> 'Compensate', 'close_ticket' -> 'Close ticket'."""
+    return OPTION_TITLES.get(option) or option.replace("_", " ").capitalize()
 
 
 def money(value: object) -> str:
@@ -53,21 +61,6 @@ def money(value: object) -> str:
         return f"${float(str(value)):,.2f}"
     except ValueError:
         return str(value)
-
-
-def describe(request: ApprovalRequest) -> str:
-    """One line for the notification and the bell: what is asked."""
-    payload = request.payload
-    if request.kind == "refund_approval":
-        who = f" for {payload['customer']}" if payload.get("customer") else ""
-        asked = (
-            f"Refund of {payload.get('order_id', '?')} ({money(payload.get('amount', '?'))}){who}"
-        )
-        if payload.get("already_refunded"):
-            return f"{asked} was already paid: answer it to close the request."
-        return f"{asked} needs your decision."
-    sentiment = payload.get("sentiment", "unknown")
-    return f"A complaint ({sentiment}) needs your review."
 
 
 def headline(request: ApprovalRequest) -> str:
@@ -111,10 +104,16 @@ class ApprovalScreen(ModalScreen[str | None]):
     CSS_PATH = "approval.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         *(
-            Binding(key, f"choose('{option}')", option_title(option), id=f"approval.{option}")
+            Binding(
+                key,
+                f"choose('{option}')",
+                option_title(option),
+                tooltip=option.replace("_", " ").capitalize(),
+                id=f"approval.{option}",
+            )
             for option, key in OPTION_KEYS.items()
         ),
-        Binding("escape", "later", "Decide later", id="approval.later"),
+        Binding("escape", "later", "Later", tooltip="Decide later", id="approval.later"),
     ]
 
     # The modal opens when a reply ends, often while the person is still typing: a stray
@@ -136,6 +135,8 @@ class ApprovalScreen(ModalScreen[str | None]):
         self._chosen_with = ""
         self._chosen_at = 0.0
         self._arm_timer: Timer | None = None
+        # The latest notification while the dialog is up (`show_notice`), said in the dialog.
+        self._notice: tuple[Content, str] | None = None
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -150,6 +151,7 @@ class ApprovalScreen(ModalScreen[str | None]):
                 yield Static(Content("Checks that led here"), classes="section-title")
                 yield Static(self._gates_content(), id="approval-gates")
             with Vertical(id="approval-footer"):
+                yield Static(id="approval-notice", markup=False)
                 with Horizontal(id="approval-options"):
                     for option in request.options:
                         yield Button(
@@ -173,6 +175,27 @@ class ApprovalScreen(ModalScreen[str | None]):
                     id="approval-hint",
                 )
         yield Footer()
+
+    def show_notice(self, message: str | Content, *, title: str = "", severity: str) -> None:
+        """Say a notification in the dialog, above the options, instead of in a toast: a
+        toast here covers the details or the options in a small terminal, and shows again
+        on the chat below through the dialog's translucent backdrop. Newest one wins."""
+        text = message if isinstance(message, Content) else Content(message)
+        if title:
+            text = Content.assemble((title, "bold"), ": ", text)
+        self._notice = (text, severity)
+        if self.is_mounted:
+            self._show_notice()
+
+    def _show_notice(self) -> None:
+        notice = self.query_one("#approval-notice", Static)
+        if self._notice is None:
+            notice.display = False
+            return
+        text, severity = self._notice
+        notice.set_classes(f"-{severity}")
+        notice.update(text)
+        notice.display = True
 
     def _facts_content(self) -> Content:
         rows = [
@@ -206,10 +229,9 @@ class ApprovalScreen(ModalScreen[str | None]):
         return Content.assemble((f"[{key}]", "bold"), " ", title)
 
     def on_mount(self) -> None:
+        # The bell, not a toast: the dialog says what is asked, and a toast would cover it.
         self.app.bell()
-        self.notify(
-            describe(self.request), title="Decision needed", severity="warning", markup=False
-        )
+        self._show_notice()
         # The details have the focus, not a button: Enter alone decides nothing.
         self.query_one("#approval-dialog").focus()
         self._sleep()

@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import ClassVar, cast
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -117,6 +117,8 @@ class AuditViewerScreen(Screen[None]):
     # Absolute, so a subclass defined elsewhere (tests, the app) still finds it.
     CSS_PATH = Path(__file__).with_name("audit_viewer.tcss")
     AUTO_FOCUS = "#audit-table"
+    # Narrower than this, the match count moves from the filter bar to the header.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (90, "-wide")]  # noqa: RUF012 (as ChatScreen)
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back", id="audit_viewer.back"),
         Binding("q", "close", "Close", show=False, id="audit_viewer.close"),
@@ -170,6 +172,18 @@ class AuditViewerScreen(Screen[None]):
         self._logs: dict[str, AuditLog] = {}
         self._logs_lock = threading.Lock()
         self._closed = False
+        self._count_text = ""
+
+    def show_count(self, text: str) -> None:
+        """Show `text` ("1,234 events") in the filter bar, or in the header when the bar has
+        no room for it (a narrow terminal: see audit_viewer.tcss)."""
+        self._count_text = text
+        self.query_one(AuditFilterBar).set_count_text(text)
+        self.sub_title = text if self.has_class("-narrow") else ""
+
+    def on_resize(self, _event: events.Resize) -> None:
+        # After Textual's own handler has set the width class (-narrow / -wide).
+        self.show_count(self._count_text)
 
     @property
     def current_query(self) -> AuditQuery:
@@ -193,7 +207,7 @@ class AuditViewerScreen(Screen[None]):
         table = self.query_one(AuditEventTable)
         table.set_kind_styles(kind_styles(self.app.theme_variables))
         self.app.theme_changed_signal.subscribe(self, self._restyle)
-        self.query_one(AuditFilterBar).set_count_text("counting…")
+        self.show_count("counting…")
         # The page query started in compose() has usually finished by now, but its message
         # waits behind the screen's first full paint: show it now, in that paint.
         if self._latest_page is not None:
@@ -253,7 +267,7 @@ class AuditViewerScreen(Screen[None]):
         self.match_count = None
         self.results_shown.clear()
         if self.is_mounted:
-            self.query_one(AuditFilterBar).set_count_text("counting…")
+            self.show_count("counting…")
         self._load_page(self._generation, query, None)
 
     # --- workers: database only, results as messages ----------------------------------
@@ -380,7 +394,7 @@ class AuditViewerScreen(Screen[None]):
             return
         self.match_count = message.count
         noun = "event" if message.count == 1 else "events"
-        self.query_one(AuditFilterBar).set_count_text(f"{message.count:,} {noun}")
+        self.show_count(f"{message.count:,} {noun}")
 
     @on(_ThreadsLoaded)
     def _fill_thread_filter(self, message: _ThreadsLoaded) -> None:
@@ -390,7 +404,7 @@ class AuditViewerScreen(Screen[None]):
     def _show_failure(self, message: _LoadFailed) -> None:
         if message.generation != self._generation:
             return
-        self.query_one(AuditFilterBar).set_count_text("")
+        self.show_count("")
         error = message.error
         if message.bad_search:
             because = error

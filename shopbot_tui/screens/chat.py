@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -42,6 +42,7 @@ from shopbot_tui.messages import (
 )
 from shopbot_tui.thread_opening import ThreadOpener
 from shopbot_tui.thread_view import ThreadView
+from shopbot_tui.toasts import hide_covered_toasts
 from shopbot_tui.turn_reports import TurnReports
 from shopbot_tui.turn_workers import TurnWorkers
 from shopbot_tui.widgets.conversation import ChatLog, SystemNote
@@ -66,13 +67,21 @@ class ChatScreen(Screen[None]):
         (0, "-narrow"),
         (NARROW_BELOW, "-wide"),
     ]
+    # Short descriptions, and copy/export only in the command palette (ctrl+p), so the keys
+    # that matter (and the app's ctrl+q) fit the footer of an 80- or even 70-column terminal.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+n", "new_thread", "New chat", id="chat.new_thread"),
-        Binding("ctrl+t", "threads", "Threads", id="chat.threads"),
-        Binding("ctrl+r", "decide", "Decide", id="chat.decide"),
-        Binding("ctrl+y", "copy_reply", "Copy reply", id="chat.copy_reply"),
-        Binding("ctrl+s", "export_chat", "Export", id="chat.export"),
-        Binding("ctrl+l", "audit_log", "Audit log", id="chat.audit_log"),
+        Binding("ctrl+n", "new_thread", "New", tooltip="New conversation", id="chat.new_thread"),
+        Binding(
+            "ctrl+t",
+            "threads",
+            "Threads",
+            tooltip="Open or start a conversation",
+            id="chat.threads",
+        ),
+        Binding("ctrl+r", "decide", "Decide", tooltip="Reopen the approval", id="chat.decide"),
+        Binding("ctrl+l", "audit_log", "Audit", tooltip="Audit log viewer", id="chat.audit_log"),
+        Binding("ctrl+y", "copy_reply", "Copy reply", show=False, id="chat.copy_reply"),
+        Binding("ctrl+s", "export_chat", "Export", show=False, id="chat.export"),
         # Not in the footer (room is short there): the "still answering" notice names it.
         Binding("escape", "stop_reply", "Stop reply", show=False, id="chat.stop_reply"),
         Binding("ctrl+b", "toggle_panel", "Side panel", show=False, id="chat.toggle_panel"),
@@ -114,6 +123,9 @@ class ChatScreen(Screen[None]):
 
     def on_unmount(self) -> None:
         self.turns.release_all()
+
+    def on_screen_suspend(self, _event: events.ScreenSuspend) -> None:
+        hide_covered_toasts(self)
 
     @property
     def panel(self) -> SidePanel:

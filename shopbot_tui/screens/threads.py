@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -27,6 +27,7 @@ from agents.facade import (
     visible,
 )
 from shopbot_tui.ids import new_thread_id
+from shopbot_tui.toasts import hide_covered_toasts
 
 STATUS_MARKS: dict[str, tuple[str, str]] = {
     "answering": ("…", "italic"),
@@ -91,7 +92,13 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="threads-dialog") as dialog:
             dialog.border_title = Content("Conversations")
-            yield Input(placeholder="Filter by thread, customer or first message", id="filter")
+            # Not selected on focus: a letter typed over the list moves here (on_key), and a
+            # selection would have the next letter replace it.
+            yield Input(
+                placeholder="Filter by thread, customer or first message",
+                select_on_focus=False,
+                id="filter",
+            )
             table: DataTable[Text] = DataTable(id="threads", cursor_type="row", zebra_stripes=True)
             table.loading = True
             yield table
@@ -117,6 +124,20 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
                 id="threads-hint",
             )
         yield Footer()
+
+    def on_screen_suspend(self, _event: events.ScreenSuspend) -> None:
+        hide_covered_toasts(self)
+
+    def on_key(self, event: events.Key) -> None:
+        """Typing over the list filters it: a letter used to do nothing there, and the next
+        Enter opened whatever row the cursor was on."""
+        table = self.query_one("#threads", DataTable)
+        if self.focused is table and event.is_printable and event.character:
+            event.stop()
+            event.prevent_default()
+            box = self.query_one("#filter", Input)
+            box.focus()
+            box.insert_text_at_cursor(event.character)
 
     def on_mount(self) -> None:
         table = self.query_one("#threads", DataTable)
@@ -216,7 +237,9 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
             box.focus()
 
     def action_focus_filter(self) -> None:
-        self.query_one("#filter", Input).focus()
+        box = self.query_one("#filter", Input)
+        box.focus()
+        box.select_all()  # ctrl+f: type over the old filter
 
     def action_dismiss_screen(self) -> None:
         self.dismiss(None)

@@ -121,7 +121,9 @@ class AuditEventTable(ScrollView, can_focus=True):
 
     ALLOW_SELECT = False
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "select_cursor", "Detail", id="audit_viewer.detail"),
+        # Not in the footer: the pane below already shows the event under the cursor, and the
+        # viewer's own keys (through "r Refresh") need all of a 70-column footer.
+        Binding("enter", "select_cursor", "Detail", show=False, id="audit_viewer.detail"),
         Binding("up", "cursor_up", "Up", show=False),
         Binding("down", "cursor_down", "Down", show=False),
         Binding("pageup", "page_up", "Page up", show=False),

@@ -1,0 +1,85 @@
+"""ShopBot in an 80x24 and a 70x20 terminal: the keys that matter show in every footer, and
+no button is cut."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.binding import Binding
+from textual.widgets import Button
+
+from shopbot_tui.screens.approval import ApprovalScreen
+from shopbot_tui.screens.audit_viewer import AuditViewerScreen
+from shopbot_tui.screens.chat import ChatScreen
+from shopbot_tui.screens.threads import ThreadsScreen
+from tests.test_tui_helpers import (
+    frame_text,
+    instant_approval,  # noqa: F401 - autouse fixture
+    make_app,
+    send,
+    settle,
+    wait_until,
+)
+
+SIZES = [(80, 24), (70, 20)]
+REFUND = "I want a refund for ORD-005, the speaker crackles at any volume"
+COMPLAINT = "This is unacceptable! My parcel is two weeks late and nobody answers my emails!!!"
+
+
+def footer_line(app: object) -> str:
+    return frame_text(app).rstrip("\n").splitlines()[-1]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_footers_show_the_keys_that_matter(tmp_path: Path, size: tuple[int, int]) -> None:
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        footer = footer_line(app)
+        for key in ("^n New", "^t Threads", "^l Audit", "^q Quit", "^p palette"):
+            assert key in footer, footer
+
+        await send(pilot, REFUND)
+        assert isinstance(app.screen, ApprovalScreen)
+        footer = footer_line(app)
+        for key in ("a Approve", "r Reject", "e Escalate", "esc Later"):
+            assert key in footer, footer
+        await pilot.press("escape")  # decide later: the chat offers ctrl+r
+        await settle(pilot)
+        footer = footer_line(app)
+        for key in ("^r Decide", "^l Audit", "^q Quit"):
+            assert key in footer, footer
+        # Copy and export are still keys, and in the command palette.
+        ids = {binding.id for binding in ChatScreen.BINDINGS if isinstance(binding, Binding)}
+        assert {"chat.copy_reply", "chat.export"} <= ids
+
+        await pilot.press("ctrl+l")
+        await wait_until(pilot, lambda: isinstance(app.screen, AuditViewerScreen), "the viewer")
+        await settle(pilot)
+        footer = footer_line(app)
+        for key in ("esc Back", "/ Search", "t Thread", "k Kind", "x Export", "r Refresh"):
+            assert key in footer, footer
+        await pilot.press("escape")
+
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), "the threads")
+        footer = footer_line(app)
+        for key in ("esc Close", "^n New", "^f Filter"):
+            assert key in footer, footer
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("text", [REFUND, COMPLAINT])
+async def test_every_button_label_shows_whole(
+    tmp_path: Path, size: tuple[int, int], text: str
+) -> None:
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await send(pilot, text)
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen)
+        frame = frame_text(app)
+        for button in screen.query(Button):
+            assert str(button.label) in frame, (str(button.label), frame)
