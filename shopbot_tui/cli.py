@@ -3,7 +3,8 @@
 Exit codes: 0 done or awaiting approval; 2 bad usage or bad input (a damaged, locked or
 read-only data file or folder included); 1 the model provider failed, or anything else went
 wrong inside ShopBot; 141 (128 + SIGPIPE, as for other Unix tools) when the reader of the
-output went away (`shopbot audit | head -1`). Errors are one clear line on stderr, never a
+output went away (`shopbot audit | head -1`); 128 + the signal when Ctrl+C, SIGTERM or SIGHUP
+stopped a turn (noted as cut off). Errors are one clear line on stderr, never a
 traceback.
 
 Every line goes out through `visible_line` (stderr), `visible` or `safe_json` (stdout): what a
@@ -45,6 +46,19 @@ EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 
 class UsageError(Exception):
     """Bad usage or bad input: exit code 2."""
+
+
+class Terminated(Exception):
+    """SIGTERM or SIGHUP ended a `chat` or `resume`: exit code 128 + the signal's number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+# What a service manager, `timeout` or a closed terminal sends: the turn ends as after Ctrl+C
+# (noted as cut off, its lease released), not with the process dropped mid-write.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 def _say(message: str) -> None:
@@ -169,8 +183,28 @@ async def _with_engine(
 ) -> int:
     from agents.facade import ShopBotEngine
 
-    async with ShopBotEngine(settings) as engine:
-        return await action(engine)
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    assert task is not None
+    stopped_by: list[int] = []
+
+    def stop(signum: int) -> None:
+        # Cancelled once: a second signal must not cut short the recording of the first.
+        if not stopped_by:
+            stopped_by.append(signum)
+            task.cancel()
+
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        async with ShopBotEngine(settings) as engine:
+            return await action(engine)
+    except asyncio.CancelledError:
+        if stopped_by:
+            raise Terminated(stopped_by[0]) from None
+        raise
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
 
 
 def _run(settings: Settings, action: Callable[[ShopBotEngine], Awaitable[int]]) -> int:
@@ -278,7 +312,10 @@ def _main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         _say("interrupted")
-        return 130
+        return 128 + signal.SIGINT
+    except Terminated as exc:
+        _say(f"terminated ({exc})")
+        return 128 + exc.signum
     except BrokenPipeError:
         raise
     except Exception as exc:
