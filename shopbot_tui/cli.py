@@ -232,11 +232,12 @@ def _threads(settings: Settings, as_json: bool) -> int:
 def _audit(settings: Settings, args: argparse.Namespace) -> int:
     from agents.facade import AUDIT_KINDS, AuditLog, AuditQuery
 
-    if args.kind and args.kind not in AUDIT_KINDS:
+    # `is not None`: an empty `--kind ""` (a script's unset variable) is no kind, not "any".
+    if args.kind is not None and args.kind not in AUDIT_KINDS:
         raise UsageError(f"unknown kind {args.kind!r}; kinds: {', '.join(sorted(AUDIT_KINDS))}")
     query = AuditQuery(
         thread_id=args.audit_thread,
-        kinds=(args.kind,) if args.kind else (),
+        kinds=(args.kind,) if args.kind is not None else (),
         since=args.since,
         until=args.until,
         text=args.text,

@@ -80,3 +80,16 @@ def test_a_store_failing_mid_turn_exits_2_not_as_the_provider(
     assert main(["chat", "lk", "Where is ORD-001?", "--offline"]) == 2
     line = one_line(capsys.readouterr().err)
     assert line.startswith("shopbot: A ShopBot database ") and "your message is saved" in line
+
+
+def test_audit_takes_any_valid_moment_and_refuses_an_empty_kind(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["chat", "a1", "Where is ORD-002?", "--offline"]) == 0
+    capsys.readouterr()
+    assert main(["audit", "--since", "0001-01-01T00:00+14:00", "--json"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) > 1
+    # `--kind "$KIND"` with KIND unset listed every kind, as if no filter had been given.
+    assert main(["audit", "--kind", ""]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and one_line(err).startswith("shopbot: unknown kind ''; kinds: ")
