@@ -162,6 +162,11 @@ class ShopBotEngine:
                 if not self.threads.claim_turn(info.thread_id, self._owner):
                     continue
                 try:
+                    # Read again under the lease: the turn listed may have ended (and let go
+                    # of its lease) between the listing and the claim.
+                    now = self.threads.get(info.thread_id)
+                    if now is None or now.status != status:
+                        continue
                     if self._pending(info.thread_id, await self._snapshot(info.thread_id)):
                         self.threads.update(info.thread_id, status="awaiting_approval")
                     elif status == "answering":
