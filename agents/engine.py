@@ -52,7 +52,7 @@ from agents.shop_data import ShopData
 from agents.specialists.spec import RECURSION_LIMIT
 from agents.sqlite_store import StorageError
 from agents.store_damage import diagnose_storage, unreadable_thread
-from agents.text_safety import MessageRejected, clean_message, person_name
+from agents.text_safety import MessageRejected, clean_message, person_name, quoted
 from agents.thread_registry import (
     LEASE_SECONDS,
     ChatLine,
@@ -281,7 +281,7 @@ class ShopBotEngine:
             if choice not in pending.options:
                 what = pending.kind.replace("_", " ")
                 raise InputError(
-                    f"{decision.strip()!r} is not an option for this {what}; "
+                    f"{quoted(decision.strip())} is not an option for this {what}; "
                     f"choose one of: {', '.join(pending.options)}."
                 )
             self.threads.update(thread_id, status="answering")

@@ -25,9 +25,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from agents.facade import (
     MAX_AUDIT_PAGE,
+    MAX_ERROR_CHARS,
     InputError,
     Settings,
     StorageError,
+    quoted,
     safe_json,
     undecodable_bytes,
     validate_thread_id,
@@ -69,7 +71,10 @@ def _say(message: str) -> None:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # One line, not argparse's usage dump; argparse quotes arguments raw ("unrecognized
-        # arguments: ...") or with repr(), so the line goes through `visible_line` too.
+        # arguments: ...") or with repr(), so the line goes through `visible_line` too, and
+        # whole (a 10 KB argument): cut to what a person reads.
+        if len(message) > MAX_ERROR_CHARS:
+            message = f"{message[:MAX_ERROR_CHARS]}…"
         self.exit(EXIT_USAGE, f"shopbot: {visible_line(message)} (see `shopbot --help`)\n")
 
 
@@ -77,7 +82,7 @@ def _audit_limit(text: str) -> int:
     try:
         limit = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a whole number: {quoted(text)}") from None
     if not 1 <= limit <= MAX_AUDIT_PAGE:
         raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_AUDIT_PAGE:,}, got {limit}")
     return limit
@@ -89,7 +94,7 @@ def _moment(text: str) -> str:
         datetime.fromisoformat(text.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"not an ISO-8601 date or time: {text!r} (e.g. 2026-11-30 or 2026-11-30T09:30)"
+            f"not an ISO-8601 date or time: {quoted(text)} (e.g. 2026-11-30 or 2026-11-30T09:30)"
         ) from None
     return text.strip()
 
@@ -234,7 +239,9 @@ def _audit(settings: Settings, args: argparse.Namespace) -> int:
 
     # `is not None`: an empty `--kind ""` (a script's unset variable) is no kind, not "any".
     if args.kind is not None and args.kind not in AUDIT_KINDS:
-        raise UsageError(f"unknown kind {args.kind!r}; kinds: {', '.join(sorted(AUDIT_KINDS))}")
+        raise UsageError(
+            f"unknown kind {quoted(args.kind)}; kinds: {', '.join(sorted(AUDIT_KINDS))}"
+        )
     query = AuditQuery(
         thread_id=args.audit_thread,
         kinds=(args.kind,) if args.kind is not None else (),

@@ -93,3 +93,44 @@ def test_audit_takes_any_valid_moment_and_refuses_an_empty_kind(
     assert main(["audit", "--kind", ""]) == 2
     out, err = capsys.readouterr()
     assert out == "" and one_line(err).startswith("shopbot: unknown kind ''; kinds: ")
+
+
+LONG = "x" * 10_000
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["chat", LONG, "hi", "--offline"], "Invalid thread id 'xxx"),
+        (["resume", LONG, "approve", "--offline"], "Invalid thread id 'xxx"),
+        (["audit", "--thread", LONG], "Invalid thread id 'xxx"),
+        (["audit", "--kind", LONG], "unknown kind 'xxx"),
+        (["audit", "--since", LONG], "not an ISO-8601 date or time: 'xxx"),
+        (["audit", "--limit", LONG], "not a whole number: 'xxx"),
+        (["threads", LONG], "unrecognized arguments: xxx"),
+        ([LONG], "invalid choice: 'xxx"),
+    ],
+)
+def test_a_huge_argument_is_echoed_cut_short_in_its_one_line(
+    home: Path, capsys: pytest.CaptureFixture[str], args: list[str], expected: str
+) -> None:
+    # A 10 KB thread id, kind or date came back whole: one "line" of 10 KB.
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse's own refusals exit from the parser
+        code = exc.code
+    assert code == 2
+    line = one_line(capsys.readouterr().err)
+    assert expected in line
+    assert len(line) < 800
+
+
+def test_a_huge_decision_is_echoed_cut_short(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["chat", "r1", "Refund ORD-005, it crackles at any volume", "--offline"]) == 0
+    capsys.readouterr()
+    assert main(["resume", "r1", "approve" + LONG, "--offline"]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert "(10,007 characters) is not an option" in line
+    assert len(line) < 800
