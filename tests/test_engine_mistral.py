@@ -402,7 +402,7 @@ async def test_a_timeout_is_named_in_the_audit_log(
     fake_mistral.latency = 1.0
     fake_mistral.script(text("Too late."))
     async with open_engine(tmp_path, offline=False) as engine:
-        engine.model.async_client.timeout = httpx.Timeout(0.2)
+        engine.model.async_client.timeout = httpx.Timeout(0.2)  # type: ignore[attr-defined]
         turn = await say(engine, "to", "Hi", "Alex")
         assert turn.result.status == "error"
         errors = [e.detail for e in audit_of(engine, "to") if e.kind == "provider_error"]

@@ -401,7 +401,9 @@ async def test_a_turn_that_ends_as_another_process_starts_is_not_called_cut_off(
 ) -> None:
     async with open_engine(tmp_path) as engine:
         await say(engine, "race", "Where is ORD-002?", "Sam")
-        answering = dataclasses.replace(engine.thread("race"), status="answering")  # type: ignore[arg-type]
+        done = engine.thread("race")
+        assert done is not None
+        answering = dataclasses.replace(done, status="answering")
         lines = len(engine.transcript("race"))
     # A process starting while "race" was answering listed it so; the turn then ended and let
     # go of its lease before the new process claimed it: that claim succeeds, and the finished
