@@ -85,8 +85,14 @@ def describe_failure(exc: BaseException, *, deadline: float | None = None) -> st
         )
     if isinstance(exc, httpx.TimeoutException):
         return "The model provider did not answer in time; try again later."
-    if isinstance(exc, httpx.TransportError):
+    if isinstance(exc, httpx.ConnectError | httpx.ProxyError | httpx.UnsupportedProtocol):
         return "The model provider cannot be reached; check the network or MISTRAL_BASE_URL."
+    if isinstance(exc, httpx.TransportError):
+        # Reached, then cut off (a dropped stream, a reset): not a matter of the address.
+        return (
+            "The model provider closed the connection before its answer was complete; "
+            "try again later."
+        )
     return f"The model call failed ({type(exc).__name__})."
 
 

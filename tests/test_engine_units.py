@@ -71,6 +71,9 @@ def test_failures_are_described_in_one_safe_line() -> None:
     assert "rate limiting" in describe_failure(status_error(429))
     assert "HTTP 503" in describe_failure(status_error(503))
     assert "cannot be reached" in describe_failure(httpx.ConnectError("refused"))
+    # Reached, then cut off mid-stream: it read "cannot be reached; check MISTRAL_BASE_URL".
+    cut = httpx.RemoteProtocolError("peer closed connection without sending complete message")
+    assert "closed the connection before its answer was complete" in describe_failure(cut)
     assert "\n" not in describe_failure(status_error(500))
     assert "could not be read" in describe_failure(UnreadableReply("<html>"))
 
