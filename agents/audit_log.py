@@ -333,7 +333,12 @@ def _normalise_ts(value: str) -> str:
         raise ValueError(f"Not an ISO-8601 date or time: {value!r}") from exc
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return utc_timestamp(moment)
+    try:
+        return utc_timestamp(moment)
+    except OverflowError:
+        # A valid moment whose UTC falls outside years 1-9999 ("0001-01-01T00:00+14:00"):
+        # it lies before or after every stored event, as the text bounds below do.
+        return "0000" if moment.year == 1 else "9999-12-31T23:59:59.999Z~"
 
 
 def _event(row: sqlite3.Row) -> AuditEvent:

@@ -22,9 +22,8 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from agents.sqlite_store import (
     BUSY_TIMEOUT_MS,
     StorageError,
+    cannot_write,
     cannot_write_text,
-    is_busy,
-    is_read_only,
     open_database,
 )
 
@@ -132,6 +131,6 @@ async def open_checkpoints(
 
 def _unusable(path: Path, what: str, exc: sqlite3.DatabaseError) -> StorageError:
     where = f"the {what} at {path}"
-    if is_busy(exc) or is_read_only(exc):
+    if cannot_write(exc):
         return StorageError(cannot_write_text(where, exc))
     return StorageError(f"Cannot use {where} ({exc}).")

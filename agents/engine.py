@@ -52,7 +52,7 @@ from agents.shop_data import ShopData
 from agents.specialists.spec import RECURSION_LIMIT
 from agents.sqlite_store import StorageError
 from agents.store_damage import diagnose_storage, unreadable_thread
-from agents.text_safety import MessageRejected, clean_message, person_name
+from agents.text_safety import MessageRejected, clean_message, person_name, quoted
 from agents.thread_registry import (
     LEASE_SECONDS,
     ChatLine,
@@ -166,6 +166,11 @@ class ShopBotEngine:
                 if not self.threads.claim_turn(info.thread_id, self._owner):
                     continue
                 try:
+                    # Read again under the lease: the turn listed may have ended (and let go
+                    # of its lease) between the listing and the claim.
+                    now = self.threads.get(info.thread_id)
+                    if now is None or now.status != status:
+                        continue
                     if self._pending(info.thread_id, await self._snapshot(info.thread_id)):
                         self.threads.update(info.thread_id, status="awaiting_approval")
                     elif status == "answering":
@@ -291,7 +296,7 @@ class ShopBotEngine:
             if choice not in pending.options:
                 what = pending.kind.replace("_", " ")
                 raise InputError(
-                    f"{decision.strip()!r} is not an option for this {what}; "
+                    f"{quoted(decision.strip())} is not an option for this {what}; "
                     f"choose one of: {', '.join(pending.options)}."
                 )
             self.threads.update(thread_id, status="answering")

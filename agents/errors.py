@@ -18,3 +18,9 @@ class DecisionPending(InputError):
     def __init__(self, message: str, request: object) -> None:
         super().__init__(message)
         self.request = request
+
+
+class UnreadableReply(Exception):
+    """The model provider answered, but not with a reply its client can read: a proxy's or
+    captive portal's HTML page, JSON of another shape, an event stream with nothing in it.
+    A provider failure (retried, then said as one), not a fault inside ShopBot."""

@@ -48,8 +48,10 @@ from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.sqlite_store import StorageError
 from agents.store_damage import diagnose_storage, failure_text, file_failure_text
 from agents.text_safety import (
+    MAX_ERROR_CHARS,
     MessageRejected,
     person_name,
+    quoted,
     safe_json,
     undecodable_bytes,
     visible,
@@ -82,6 +84,7 @@ __all__ = [
     "COMPLAINT_OPTIONS",
     "DEFAULT_AGENT",
     "MAX_AUDIT_PAGE",
+    "MAX_ERROR_CHARS",
     "OFFLINE_MODEL_LABEL",
     "REFUND_OPTIONS",
     "STEP_LABELS",
@@ -122,6 +125,7 @@ __all__ = [
     "load_engine",
     "note_for",
     "person_name",
+    "quoted",
     "redact",
     "safe_json",
     "undecodable_bytes",

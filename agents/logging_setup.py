@@ -18,6 +18,15 @@ class RedactingFormatter(logging.Formatter):
         return redact(super().format(record))
 
 
+class QuietFileHandler(logging.FileHandler):
+    """The log file, which stays quiet when it cannot be written (a full disk): logging's
+    default prints a traceback to stderr for every record, over the one line a person
+    should read. The log is for diagnosis; what went wrong is said where it happened."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        pass
+
+
 def configure_logging(home: Path, *, level: int = logging.INFO) -> Path:
     """Send ShopBot's and its libraries' warnings to `home/shopbot.log`; return the path.
 
@@ -27,7 +36,7 @@ def configure_logging(home: Path, *, level: int = logging.INFO) -> Path:
     path = home / LOG_FILE
     try:
         home.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8")
+        handler = QuietFileHandler(path, encoding="utf-8")
     except OSError as exc:
         raise StorageError(_unusable_home(home, exc)) from exc
     handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

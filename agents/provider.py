@@ -20,6 +20,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 
 from agents.context import RetryBudget, ShopContext
+from agents.errors import UnreadableReply
 from agents.events import Retrying
 from agents.redaction import redact
 from agents.reply_streaming import TextSink
@@ -57,7 +58,7 @@ def retry_delay(exc: BaseException, attempt: int, budget: RetryBudget) -> float 
         asked = _retry_after_seconds(exc.response)
         if asked is not None:
             return asked if asked <= budget.max_retry_after else None
-    elif not isinstance(exc, httpx.TransportError):
+    elif not isinstance(exc, httpx.TransportError | UnreadableReply):
         return None
     backoff: float = min(budget.max_delay, budget.base_delay * 2.0 ** (attempt - 1))
     return backoff * random.uniform(0.8, 1.2)
@@ -77,16 +78,28 @@ def describe_failure(exc: BaseException, *, deadline: float | None = None) -> st
         if status >= 500:
             return f"The model provider is unavailable (HTTP {status}); try again later."
         return f"The model provider rejected the request (HTTP {status})."
+    if isinstance(exc, UnreadableReply):
+        return (
+            "The model provider's answer could not be read (not a Mistral reply); "
+            "check MISTRAL_BASE_URL."
+        )
     if isinstance(exc, httpx.TimeoutException):
         return "The model provider did not answer in time; try again later."
-    if isinstance(exc, httpx.TransportError):
+    if isinstance(exc, httpx.ConnectError | httpx.ProxyError | httpx.UnsupportedProtocol):
         return "The model provider cannot be reached; check the network or MISTRAL_BASE_URL."
+    if isinstance(exc, httpx.TransportError):
+        # Reached, then cut off (a dropped stream, a reset): not a matter of the address.
+        return (
+            "The model provider closed the connection before its answer was complete; "
+            "try again later."
+        )
     return f"The model call failed ({type(exc).__name__})."
 
 
 def _is_provider_failure(exc: BaseException) -> bool:
     # TimeoutError: our own deadline on a whole answer (`RetryBudget.reply_deadline`).
-    return isinstance(exc, httpx.HTTPError | TimeoutError)
+    # UnreadableReply: it answered, with something that is not a reply (see `agents.errors`).
+    return isinstance(exc, httpx.HTTPError | TimeoutError | UnreadableReply)
 
 
 async def _stream_reply(
@@ -152,7 +165,8 @@ async def call_model(
                     agent=agent,
                     detail={
                         "message": message,
-                        "error": redact(str(exc))[:500],
+                        # The type too: a timeout's own text is empty.
+                        "error": redact(f"{type(exc).__name__}: {exc}")[:500],
                         "attempts": attempt,
                     },
                 )

@@ -25,6 +25,8 @@ from langchain_core.outputs import (
 )
 from langchain_core.outputs.chat_generation import merge_chat_generation_chunks
 
+from agents.errors import UnreadableReply
+
 # Chunks merged per step: each step costs well under a millisecond.
 FOLD_EVERY = 64
 
@@ -94,7 +96,7 @@ async def generate_streamed(
             pending = []
     merged = _fold(merged, pending)
     if merged is None:
-        raise ValueError("The model streamed no reply at all.")
+        raise UnreadableReply("the model streamed no reply at all")
     return ChatResult(
         generations=[
             ChatGeneration(

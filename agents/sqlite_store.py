@@ -48,7 +48,7 @@ def open_database(path: Path, *, what: str, check_same_thread: bool = True) -> s
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
         conn.close()
-        if is_busy(exc) or is_read_only(exc):
+        if cannot_write(exc):
             raise StorageError(cannot_write_text(f"the {what} at {path}", exc)) from exc
         raise StorageError(damaged_text(what, path, exc)) from exc
     conn.row_factory = sqlite3.Row
@@ -74,12 +74,29 @@ def is_read_only(exc: sqlite3.Error) -> bool:
     return code is not None and code & 0xFF == sqlite3.SQLITE_READONLY
 
 
+def is_full(exc: sqlite3.Error) -> bool:
+    """True for "database or disk is full": the disk (or the file's quota) has no room."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF == sqlite3.SQLITE_FULL
+
+
+def cannot_write(exc: sqlite3.Error) -> bool:
+    """SQLite refusing a write for a reason outside the file (a lock, a read-only file or
+    folder, a full disk): `cannot_write_text` says what to do; the file is not damaged."""
+    return is_busy(exc) or is_read_only(exc) or is_full(exc)
+
+
 def cannot_write_text(where: str, exc: sqlite3.Error) -> str:
     # One message per cause, each saying what to do; "damaged" would send people astray.
     if is_busy(exc):
         return (
             f"Cannot use {where}: it is locked by another program ({exc}). "
             "Close other ShopBot windows or commands and try again."
+        )
+    if is_full(exc):
+        return (
+            f"Cannot write to {where}: the disk is full ({exc}). Nothing was changed. Free "
+            "some space on it, or set SHOPBOT_HOME to a folder on another disk."
         )
     return (
         f"Cannot write to {where} ({exc}). Nothing was changed. Make the file and its folder "
@@ -131,7 +148,7 @@ def immediate_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connecti
             raise
         conn.execute("COMMIT")
     except sqlite3.OperationalError as exc:
-        if not (is_read_only(exc) or is_busy(exc)):
+        if not cannot_write(exc):
             raise
         raise StorageError(cannot_write_text(_database_file(conn), exc)) from exc
 

@@ -75,6 +75,20 @@ def safe_json(value: Any) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
+# What an error message quotes of a person's input: enough to recognise it.
+QUOTE_CHARS = 60
+# ... and at most this much of an error line at all (argparse quotes whole arguments).
+MAX_ERROR_CHARS = 500
+
+
+def quoted(value: object) -> str:
+    """`value` as repr() quotes it, cut to QUOTE_CHARS with its length said: a 10 KB thread
+    id or decision is echoed as a line a person can read, not as the 10 KB."""
+    if not isinstance(value, str) or len(value) <= QUOTE_CHARS:
+        return repr(value)
+    return f"{value[:QUOTE_CHARS]!r}… ({len(value):,} characters)"
+
+
 def undecodable_bytes(text: str) -> int:
     """How many lone surrogates (undecodable bytes, as Python keeps them) `text` holds."""
     return len(_SURROGATE.findall(text))

@@ -22,6 +22,7 @@ from agents.sqlite_store import (
     storable_text,
     utc_timestamp,
 )
+from agents.text_safety import quoted
 
 THREAD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 _THREAD_ID = re.compile(THREAD_ID_PATTERN)
@@ -76,7 +77,7 @@ def validate_thread_id(value: str) -> str:
     # fullmatch, not match: with `$`, match() accepts a trailing newline ("t1\n").
     if not isinstance(value, str) or not _THREAD_ID.fullmatch(value):
         raise ValueError(
-            f"Invalid thread id {value!r}: use 1-64 letters, digits, '.', '_' or '-', "
+            f"Invalid thread id {quoted(value)}: use 1-64 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit."
         )
     return value

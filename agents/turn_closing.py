@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from agents.events import ApprovalRequest
 from agents.history import repair_tail
 from agents.shop_data import ShopData
-from agents.sqlite_store import is_busy
+from agents.sqlite_store import is_busy, is_full
 from agents.thread_registry import ChatLine
 from agents.thread_state import unfinished_work
 
@@ -70,6 +70,11 @@ def with_ledger(pending: ApprovalRequest | None, shop: ShopData) -> ApprovalRequ
 def turn_failure_text(exc: Exception) -> str:
     """What a person reads when the turn broke inside ShopBot: what to do, no internals."""
     if isinstance(exc, sqlite3.DatabaseError):
+        if is_full(exc):
+            return (
+                f"A ShopBot database could not be written: the disk is full ({exc}). Free "
+                "some space on it and send your message again."
+            )
         why = "is locked by another program" if is_busy(exc) else f"could not be used ({exc})"
         return (
             f"A ShopBot database {why}; your message is saved. Close other ShopBot windows "

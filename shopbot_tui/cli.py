@@ -3,7 +3,8 @@
 Exit codes: 0 done or awaiting approval; 2 bad usage or bad input (a damaged, locked or
 read-only data file or folder included); 1 the model provider failed, or anything else went
 wrong inside ShopBot; 141 (128 + SIGPIPE, as for other Unix tools) when the reader of the
-output went away (`shopbot audit | head -1`). Errors are one clear line on stderr, never a
+output went away (`shopbot audit | head -1`); 128 + the signal when Ctrl+C, SIGTERM or SIGHUP
+stopped a turn (noted as cut off). Errors are one clear line on stderr, never a
 traceback.
 
 Every line goes out through `visible_line` (stderr), `visible` or `safe_json` (stdout): what a
@@ -24,9 +25,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from agents.facade import (
     MAX_AUDIT_PAGE,
+    MAX_ERROR_CHARS,
     InputError,
     Settings,
     StorageError,
+    quoted,
     safe_json,
     undecodable_bytes,
     validate_thread_id,
@@ -47,6 +50,19 @@ class UsageError(Exception):
     """Bad usage or bad input: exit code 2."""
 
 
+class Terminated(Exception):
+    """SIGTERM or SIGHUP ended a `chat` or `resume`: exit code 128 + the signal's number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+# What a service manager, `timeout` or a closed terminal sends: the turn ends as after Ctrl+C
+# (noted as cut off, its lease released), not with the process dropped mid-write.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
 def _say(message: str) -> None:
     """One line on stderr; it may quote the person's input, raw or as repr() writes it."""
     print(f"shopbot: {visible_line(message)}", file=sys.stderr)
@@ -55,7 +71,10 @@ def _say(message: str) -> None:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # One line, not argparse's usage dump; argparse quotes arguments raw ("unrecognized
-        # arguments: ...") or with repr(), so the line goes through `visible_line` too.
+        # arguments: ...") or with repr(), so the line goes through `visible_line` too, and
+        # whole (a 10 KB argument): cut to what a person reads.
+        if len(message) > MAX_ERROR_CHARS:
+            message = f"{message[:MAX_ERROR_CHARS]}…"
         self.exit(EXIT_USAGE, f"shopbot: {visible_line(message)} (see `shopbot --help`)\n")
 
 
@@ -63,7 +82,7 @@ def _audit_limit(text: str) -> int:
     try:
         limit = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a whole number: {quoted(text)}") from None
     if not 1 <= limit <= MAX_AUDIT_PAGE:
         raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_AUDIT_PAGE:,}, got {limit}")
     return limit
@@ -75,7 +94,7 @@ def _moment(text: str) -> str:
         datetime.fromisoformat(text.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"not an ISO-8601 date or time: {text!r} (e.g. 2026-11-30 or 2026-11-30T09:30)"
+            f"not an ISO-8601 date or time: {quoted(text)} (e.g. 2026-11-30 or 2026-11-30T09:30)"
         ) from None
     return text.strip()
 
@@ -169,8 +188,28 @@ async def _with_engine(
 ) -> int:
     from agents.facade import ShopBotEngine
 
-    async with ShopBotEngine(settings) as engine:
-        return await action(engine)
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    assert task is not None
+    stopped_by: list[int] = []
+
+    def stop(signum: int) -> None:
+        # Cancelled once: a second signal must not cut short the recording of the first.
+        if not stopped_by:
+            stopped_by.append(signum)
+            task.cancel()
+
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        async with ShopBotEngine(settings) as engine:
+            return await action(engine)
+    except asyncio.CancelledError:
+        if stopped_by:
+            raise Terminated(stopped_by[0]) from None
+        raise
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
 
 
 def _run(settings: Settings, action: Callable[[ShopBotEngine], Awaitable[int]]) -> int:
@@ -198,11 +237,14 @@ def _threads(settings: Settings, as_json: bool) -> int:
 def _audit(settings: Settings, args: argparse.Namespace) -> int:
     from agents.facade import AUDIT_KINDS, AuditLog, AuditQuery
 
-    if args.kind and args.kind not in AUDIT_KINDS:
-        raise UsageError(f"unknown kind {args.kind!r}; kinds: {', '.join(sorted(AUDIT_KINDS))}")
+    # `is not None`: an empty `--kind ""` (a script's unset variable) is no kind, not "any".
+    if args.kind is not None and args.kind not in AUDIT_KINDS:
+        raise UsageError(
+            f"unknown kind {quoted(args.kind)}; kinds: {', '.join(sorted(AUDIT_KINDS))}"
+        )
     query = AuditQuery(
         thread_id=args.audit_thread,
-        kinds=(args.kind,) if args.kind else (),
+        kinds=(args.kind,) if args.kind is not None else (),
         since=args.since,
         until=args.until,
         text=args.text,
@@ -278,7 +320,10 @@ def _main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         _say("interrupted")
-        return 130
+        return 128 + signal.SIGINT
+    except Terminated as exc:
+        _say(f"terminated ({exc})")
+        return 128 + exc.signum
     except BrokenPipeError:
         raise
     except Exception as exc:

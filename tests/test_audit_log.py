@@ -176,6 +176,16 @@ def test_filters_by_thread_kind_and_time(log: AuditLog, clock: Clock) -> None:
         log.page(AuditQuery(since="yesterday"))
 
 
+def test_moments_whose_utc_falls_outside_the_calendar_bound_nothing(log: AuditLog) -> None:
+    # Valid ISO-8601, but 00:00 at UTC+14 on 1 January of year 1 is in year 0 in UTC: this
+    # raised OverflowError (`shopbot audit` exited 1, "unexpected error").
+    event = log.append("turn_started", thread_id="a")
+    earliest, latest = "0001-01-01T00:00+14:00", "9999-12-31T23:59-14:00"
+    assert _ids(log.page(AuditQuery(since=earliest, until=latest))) == [event.id]
+    assert log.count(AuditQuery(since=latest)) == 0
+    assert log.count(AuditQuery(until=earliest)) == 0
+
+
 def test_thread_ids_most_recent_first(log: AuditLog) -> None:
     for thread in ["one", "two", "one", "three", None]:
         log.append("turn_started", thread_id=thread)

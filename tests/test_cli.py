@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,14 @@ import pytest
 from agents.audit_log import AuditLog
 from agents.thread_registry import ThreadRegistry
 from tests.fakes.damage import damage_thread_state, filled_audit_log, garble_past_first_page
-from tests.fakes.fake_mistral import FAKE_API_KEY, FakeMistralServer, structured, text, tool_call
+from tests.fakes.fake_mistral import (
+    FAKE_API_KEY,
+    Answer,
+    FakeMistralServer,
+    structured,
+    text,
+    tool_call,
+)
 
 pytestmark = pytest.mark.cli
 
@@ -521,3 +529,57 @@ def test_the_command_line_exits_2_for_a_damaged_conversation(tmp_path: Path) -> 
     done = run(tmp_path, "chat", "hurt", "Where is ORD-001 now?")
     assert done.returncode == 2
     assert "stored state of conversation hurt" in one_line_error(done)
+
+
+@pytest.mark.parametrize(
+    "stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name
+)
+def test_a_turn_stopped_by_a_signal_is_noted_released_and_the_thread_goes_on(
+    tmp_path: Path, fake_mistral: FakeMistralServer, stop: signal.Signals
+) -> None:
+    # `timeout`, a service manager or a closed terminal stops `shopbot chat` mid-answer: the
+    # turn ends as after Ctrl+C, not with the thread left "answering" and its lease held.
+    asked, answer = threading.Event(), threading.Event()
+
+    def held(body: dict[str, object]) -> Answer:
+        asked.set()
+        answer.wait(30)
+        return text("Too late.")
+
+    fake_mistral.respond_with(held)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("MISTRAL_", "SHOPBOT_"))}
+    environ.update(
+        SHOPBOT_HOME=str(tmp_path),
+        MISTRAL_API_KEY=FAKE_API_KEY,
+        MISTRAL_BASE_URL=fake_mistral.base_url,
+    )
+    with subprocess.Popen(
+        [str(SHOPBOT), "chat", "s1", "Hello", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environ,
+    ) as chat:
+        try:
+            assert asked.wait(60), "the turn never reached the model"
+            chat.send_signal(stop)
+            stdout, stderr = chat.communicate(timeout=60)
+        finally:
+            answer.set()
+    assert chat.returncode == 128 + stop
+    assert stdout == ""
+    assert "Traceback" not in stderr
+    assert len(stderr.strip().splitlines()) == 1 and stderr.startswith("shopbot: ")
+    fake_mistral.acknowledge_problems()  # (the answer found its reader gone)
+    with ThreadRegistry(tmp_path / "threads.sqlite") as registry:
+        info = registry.get("s1")
+        assert info is not None and info.status == "error"
+        assert [line.role for line in registry.lines("s1")] == ["customer", "note"]
+        assert registry.claim_turn("s1", "someone else")  # the lease went with the turn
+        registry.release_turn("s1", "someone else")
+    finished = run(tmp_path, "audit", "--kind", "turn_finished", "--json").stdout.splitlines()
+    assert [json.loads(line)["detail"] for line in finished] == [{"status": "cut off"}]
+    fake_mistral.respond_with(lambda body: text("Hello again."))
+    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
+    again = run(tmp_path, "chat", "s1", "Hello?", "--json", env=env)
+    assert again.returncode == 0 and json.loads(again.stdout)["reply"] == "Hello again."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import io
 import json
 import logging
 import os
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agents import logging_setup
 from shopbot_tui.cli import main
 from tests.fakes.failing_models import LockedStoreModel
 from tests.fakes.read_only_sqlite import make_sqlite_read_only
@@ -46,7 +48,7 @@ def test_read_only_home_is_named_and_exits_2(
     def read_only_disk(*args: Any, **kwargs: Any) -> logging.FileHandler:
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(log_file))
 
-    monkeypatch.setattr(logging, "FileHandler", read_only_disk)
+    monkeypatch.setattr(logging_setup, "QuietFileHandler", read_only_disk)
     assert main(["threads"]) == 2
     assert one_line(capsys.readouterr().err) == (
         f"shopbot: Cannot use the ShopBot folder {home}: Read-only file system ({log_file}). "
@@ -80,3 +82,81 @@ def test_a_store_failing_mid_turn_exits_2_not_as_the_provider(
     assert main(["chat", "lk", "Where is ORD-001?", "--offline"]) == 2
     line = one_line(capsys.readouterr().err)
     assert line.startswith("shopbot: A ShopBot database ") and "your message is saved" in line
+
+
+def test_audit_takes_any_valid_moment_and_refuses_an_empty_kind(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["chat", "a1", "Where is ORD-002?", "--offline"]) == 0
+    capsys.readouterr()
+    assert main(["audit", "--since", "0001-01-01T00:00+14:00", "--json"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) > 1
+    # `--kind "$KIND"` with KIND unset listed every kind, as if no filter had been given.
+    assert main(["audit", "--kind", ""]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and one_line(err).startswith("shopbot: unknown kind ''; kinds: ")
+
+
+LONG = "x" * 10_000
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["chat", LONG, "hi", "--offline"], "Invalid thread id 'xxx"),
+        (["resume", LONG, "approve", "--offline"], "Invalid thread id 'xxx"),
+        (["audit", "--thread", LONG], "Invalid thread id 'xxx"),
+        (["audit", "--kind", LONG], "unknown kind 'xxx"),
+        (["audit", "--since", LONG], "not an ISO-8601 date or time: 'xxx"),
+        (["audit", "--limit", LONG], "not a whole number: 'xxx"),
+        (["threads", LONG], "unrecognized arguments: xxx"),
+        ([LONG], "invalid choice: 'xxx"),
+    ],
+)
+def test_a_huge_argument_is_echoed_cut_short_in_its_one_line(
+    home: Path, capsys: pytest.CaptureFixture[str], args: list[str], expected: str
+) -> None:
+    # A 10 KB thread id, kind or date came back whole: one "line" of 10 KB.
+    code: object
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse's own refusals exit from the parser
+        code = exc.code
+    assert code == 2
+    line = one_line(capsys.readouterr().err)
+    assert expected in line
+    assert len(line) < 800
+
+
+def test_a_huge_decision_is_echoed_cut_short(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["chat", "r1", "Refund ORD-005, it crackles at any volume", "--offline"]) == 0
+    capsys.readouterr()
+    assert main(["resume", "r1", "approve" + LONG, "--offline"]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert "(10,007 characters) is not an option" in line
+    assert len(line) < 800
+
+
+def test_a_log_file_that_cannot_be_written_prints_no_traceback(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # On a full disk every log record printed logging's "--- Logging error ---" traceback to
+    # stderr, over the one line the command says.
+    assert main(["threads"]) == 0
+    handler = next(h for h in logging.getLogger().handlers if getattr(h, "shopbot", False))
+    assert isinstance(handler, logging.FileHandler)
+
+    class FullDisk(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    full: Any = FullDisk()
+    file = handler.setStream(full)
+    try:
+        logging.getLogger("shopbot.test").error("no room for this")
+    finally:
+        if file is not None:
+            handler.setStream(file)
+    assert capsys.readouterr().err == ""

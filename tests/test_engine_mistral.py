@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agents.events import HandedOff, LimitReached, Retrying, TokenDelta, TurnFailed
@@ -17,6 +18,7 @@ from agents.specialists.spec import MAX_HANDOFFS_PER_TURN
 from tests.engine_support import audit_of, decide, history, kinds, open_engine, say, tools_run
 from tests.fakes.fake_mistral import (
     FAKE_API_KEY,
+    Answer,
     FakeMistralServer,
     raw_tool_call,
     structured,
@@ -391,3 +393,55 @@ async def test_a_reply_stopped_mid_stream_leaves_a_history_mistral_accepts(
         ("user", "Hi"),
         ("user", "Where is my order ORD-001?"),
     ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param("<html><body>Please log in to the Wi-Fi</body></html>", id="html-page"),
+        pytest.param({"error": {"message": "quota exceeded"}}, id="json-of-another-shape"),
+    ],
+)
+async def test_an_answer_that_is_not_a_mistral_reply_fails_as_the_provider(
+    tmp_path: Path, fake_mistral: FakeMistralServer, body: str | dict[str, object]
+) -> None:
+    # A proxy or captive portal answering HTTP 200 with its own page: the structured (not
+    # streamed) extraction call read "Something went wrong inside ShopBot (JSONDecodeError)",
+    # with no provider_error in the audit log; the streamed call "cannot be reached".
+    def then_unreadable(request: dict[str, object]) -> Answer:
+        fake_mistral.fail_next(200, times=4, body=body)  # every attempt of the next call
+        return tool_call("lookup_order", {"order_id": "ORD-001"})
+
+    fake_mistral.respond_with(then_unreadable)
+    async with open_engine(tmp_path, offline=False) as engine:
+        extraction = await say(engine, "px", "Where is ORD-001?", "Alex")
+        assert [r.stream for r in fake_mistral.requests] == [True] + [False] * 4
+        fake_mistral.respond_with(None)
+        fake_mistral.fail_next(200, times=4, body=body)
+        streamed = await say(engine, "px", "Where is ORD-001?", "Alex")
+        assert [r.stream for r in fake_mistral.requests[5:]] == [True] * 4
+        for turn in (extraction, streamed):
+            assert turn.result.status == "error"
+            assert [f.kind for f in turn.of(TurnFailed)] == ["provider"]
+            assert "could not be read" in (turn.result.error or "")
+            assert [r.attempt for r in turn.of(Retrying)] == [1, 2, 3]
+        errors = [e.detail for e in audit_of(engine, "px") if e.kind == "provider_error"]
+        assert [e["attempts"] for e in errors] == [4, 4]
+        # The thread goes on once the provider answers properly again.
+        fake_mistral.script(text("Hello again."))
+        again = await say(engine, "px", "Hello?", "Alex")
+        assert again.result.reply == "Hello again."
+
+
+async def test_a_timeout_is_named_in_the_audit_log(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    # httpx's ReadTimeout has no text: the provider_error event read `"error": ""`.
+    fake_mistral.latency = 1.0
+    fake_mistral.script(text("Too late."))
+    async with open_engine(tmp_path, offline=False) as engine:
+        engine.model.async_client.timeout = httpx.Timeout(0.2)  # type: ignore[attr-defined]
+        turn = await say(engine, "to", "Hi", "Alex")
+        assert turn.result.status == "error"
+        errors = [e.detail for e in audit_of(engine, "to") if e.kind == "provider_error"]
+        assert errors[0]["error"].startswith("ReadTimeout")

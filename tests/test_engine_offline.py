@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 from collections.abc import Callable
 from decimal import Decimal
@@ -24,6 +25,7 @@ from agents.events import (
 from agents.facade import InputError
 from agents.offline.demo_model import OfflineDemoModel
 from agents.replies import TURN_CUT_NOTE, TURN_STOPPED_NOTE
+from agents.thread_registry import ThreadRegistry
 from tests.engine_support import (
     assert_mistral_valid,
     audit_of,
@@ -392,6 +394,25 @@ async def test_a_decision_cut_off_as_the_app_closed_shows_waiting_again(tmp_path
         assert await reopened.pending_approval("cut") is not None
         assert reopened.thread("failed").status == "error"  # type: ignore[union-attr]
         assert len(reopened.transcript("failed")) == lines  # no note added
+
+
+async def test_a_turn_that_ends_as_another_process_starts_is_not_called_cut_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "race", "Where is ORD-002?", "Sam")
+        done = engine.thread("race")
+        assert done is not None
+        answering = dataclasses.replace(done, status="answering")
+        lines = len(engine.transcript("race"))
+    # A process starting while "race" was answering listed it so; the turn then ended and let
+    # go of its lease before the new process claimed it: that claim succeeds, and the finished
+    # turn was noted as cut off and its thread marked "error".
+    listed = {"answering": [answering], "error": []}
+    monkeypatch.setattr(ThreadRegistry, "with_status", lambda self, status: listed[status])
+    async with open_engine(tmp_path) as reopened:
+        assert reopened.thread("race").status == "idle"  # type: ignore[union-attr]
+        assert len(reopened.transcript("race")) == lines
 
 
 async def wait_for(condition: Callable[[], bool]) -> None:

@@ -12,6 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agents.context import RetryBudget
+from agents.errors import UnreadableReply
 from agents.events import ToolCalled, note_for
 from agents.history import (
     MALFORMED,
@@ -61,6 +62,8 @@ def test_transport_errors_are_retried_other_errors_are_not() -> None:
     assert retry_delay(httpx.ConnectError("refused"), 1, BUDGET) is not None
     assert retry_delay(httpx.ReadTimeout("slow"), 1, BUDGET) is not None
     assert retry_delay(ValueError("bug"), 1, BUDGET) is None
+    # An answer that is not a reply (a proxy's page) is the provider's, retried like a cut.
+    assert retry_delay(UnreadableReply("<html>"), 1, BUDGET) is not None
 
 
 def test_failures_are_described_in_one_safe_line() -> None:
@@ -68,7 +71,11 @@ def test_failures_are_described_in_one_safe_line() -> None:
     assert "rate limiting" in describe_failure(status_error(429))
     assert "HTTP 503" in describe_failure(status_error(503))
     assert "cannot be reached" in describe_failure(httpx.ConnectError("refused"))
+    # Reached, then cut off mid-stream: it read "cannot be reached; check MISTRAL_BASE_URL".
+    cut = httpx.RemoteProtocolError("peer closed connection without sending complete message")
+    assert "closed the connection before its answer was complete" in describe_failure(cut)
     assert "\n" not in describe_failure(status_error(500))
+    assert "could not be read" in describe_failure(UnreadableReply("<html>"))
 
 
 def test_dialogue_view_drops_tool_traffic_and_ends_on_the_customer() -> None:

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from agents import sqlite_store
 from agents.settings import Settings
 from agents.sqlite_store import StorageError
 from agents.store_damage import damaged_stores, diagnose_storage, is_damage, quick_check
 from agents.thread_registry import ThreadRegistry
+from agents.turn_closing import turn_failure_text
 from tests.engine_support import open_engine, say
 from tests.fakes.damage import damage_thread_state, filled_audit_log, garble_past_first_page
 
@@ -125,3 +127,40 @@ async def test_a_registry_damaged_past_its_first_page_is_named_when_a_turn_trips
     async with open_engine(tmp_path) as engine:
         with pytest.raises(StorageError, match=r"thread registry at .* is damaged"):
             await say(engine, "old", "Where is ORD-001?", "Alex")
+
+
+def disk_full_error() -> sqlite3.OperationalError:
+    """SQLite's own "database or disk is full": a file that may not grow, as on a full disk."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("PRAGMA max_page_count = 1")
+    full = real_error(lambda: conn.execute("CREATE TABLE t (x)"))
+    conn.close()
+    assert isinstance(full, sqlite3.OperationalError)
+    return full
+
+
+def test_a_full_disk_is_said_as_such_never_as_damage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A new store on a full disk read "is damaged ... Move the file aside"; a write to an
+    # open one "unexpected error (OperationalError)", exit 1.
+    full = disk_full_error()
+    assert not is_damage(full)
+    assert "the disk is full" in turn_failure_text(full)
+
+    def no_room(conn: sqlite3.Connection) -> None:
+        raise full
+
+    with monkeypatch.context() as patched:
+        patched.setattr(sqlite_store, "_enable_wal", no_room)
+        with pytest.raises(StorageError) as opening:
+            ThreadRegistry(tmp_path / "threads.sqlite")
+    assert "the disk is full" in str(opening.value) and "damaged" not in str(opening.value)
+
+    with ThreadRegistry(tmp_path / "threads.sqlite") as registry:
+        registry.ensure("t1", customer="Alex")
+        pages = registry._conn.execute("PRAGMA page_count").fetchone()[0]
+        registry._conn.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(StorageError, match=r"^Cannot write to .*threads\.sqlite: the disk is"):
+            registry.append_line("t1", "customer", "x" * 50_000)
+        assert registry.lines("t1") == []  # nothing half written
