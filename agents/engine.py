@@ -9,7 +9,7 @@ import logging
 import os
 import sqlite3
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
-from contextlib import aclosing, asynccontextmanager, contextmanager
+from contextlib import aclosing, contextmanager
 from types import TracebackType
 from typing import Any
 
@@ -54,7 +54,6 @@ from agents.sqlite_store import StorageError
 from agents.store_damage import diagnose_storage, unreadable_thread
 from agents.text_safety import MessageRejected, clean_message, person_name, quoted
 from agents.thread_registry import (
-    LEASE_SECONDS,
     ChatLine,
     ThreadInfo,
     ThreadRegistry,
@@ -68,10 +67,9 @@ from agents.turn_closing import (
     turn_failure_text,
     with_ledger,
 )
+from agents.turn_guard import TurnGuard
 
 log = logging.getLogger("shopbot.engine")
-# A running turn renews its lease this often, well before it would expire.
-LEASE_RENEW_EVERY = LEASE_SECONDS / 4
 # Turns between two prunings of a thread's checkpoints: at most this many superseded states
 # (~10 kB each) are kept, and the ~1 ms a pruning costs is not paid on every turn.
 PRUNE_EVERY = 10
@@ -93,11 +91,6 @@ class ShopBotEngine:
         self._owns_model = model is None
         self.model = model or make_model(settings, offline_token_delay=offline_token_delay)
         self.retry = retry or RetryBudget()
-        self._locks: dict[str, asyncio.Lock] = {}
-        # The task running each thread's graph in this process, and the threads whose turn a
-        # person stopped (`stop_turn`): their cut is noted as a stop, not as the app closing.
-        self._running: dict[str, asyncio.Task[Any]] = {}
-        self._stopped: set[str] = set()
         self._connection: aiosqlite.Connection | None = None
         self.graph: Any = None
 
@@ -122,7 +115,7 @@ class ShopBotEngine:
         except BaseException:
             await self.aclose()  # whatever did open is closed again
             raise
-        self._owner = f"{os.getpid()}:{id(self)}"
+        self._guard = TurnGuard(self.threads, owner=f"{os.getpid()}:{id(self)}")
         self.graph = build_graph(self.model, self._saver)
         try:
             await self._close_abandoned_turns()
@@ -163,7 +156,7 @@ class ShopBotEngine:
         runs are left alone."""
         for status in ("answering", "error"):
             for info in self.threads.with_status(status):
-                if not self.threads.claim_turn(info.thread_id, self._owner):
+                if not self._guard.claim(info.thread_id):
                     continue
                 try:
                     # Read again under the lease: the turn listed may have ended (and let go
@@ -179,7 +172,7 @@ class ShopBotEngine:
                 except StorageError:  # (a thread that cannot be read says so when opened)
                     log.exception("checking the cut-off turn of %s failed", info.thread_id)
                 finally:
-                    self.threads.release_turn(info.thread_id, self._owner)
+                    self._guard.release(info.thread_id)
 
     async def __aenter__(self) -> ShopBotEngine:
         await self.start()
@@ -230,12 +223,7 @@ class ShopBotEngine:
         """Stop the turn this process runs on `thread_id` (a person pressed Stop): its graph
         run is cancelled where it stands, as when the app closes, and the transcript says it
         was stopped. False when no turn of that thread is running its graph here."""
-        task = self._running.get(thread_id)
-        if task is None or task.done():
-            return False
-        self._stopped.add(thread_id)
-        task.cancel()
-        return True
+        return self._guard.stop(thread_id)
 
     async def _damage_named(
         self, thread_id: str, events: AsyncGenerator[EngineEvent, None]
@@ -262,7 +250,7 @@ class ShopBotEngine:
         except MessageRejected as exc:
             raise InputError(str(exc)) from exc
         customer = self._customer_for(thread_id, customer)
-        async with self._turn(thread_id):
+        async with self._guard.turn(thread_id):
             agent, pending = await self._where_it_stands(thread_id)
             if pending is not None:
                 what = pending.kind.replace("_", " ")
@@ -287,7 +275,7 @@ class ShopBotEngine:
         info = self.threads.get(thread_id)
         if info is None:
             raise InputError(f"Unknown thread {thread_id!r}: `shopbot threads` lists them.")
-        async with self._turn(thread_id):
+        async with self._guard.turn(thread_id):
             before = await self._snapshot(thread_id)
             pending = self._pending(thread_id, before)
             if pending is None:
@@ -379,43 +367,6 @@ class ShopBotEngine:
             log.exception("diagnosing %r failed", exc)
         return exc
 
-    @asynccontextmanager
-    async def _turn(self, thread_id: str) -> AsyncIterator[None]:
-        """One turn at a time per thread: in this process (a lock) and across processes
-        (a lease in the thread registry)."""
-        lock = self._locks.setdefault(thread_id, asyncio.Lock())
-        if lock.locked():
-            raise InputError(f"Thread {thread_id} is already answering a message; wait for it.")
-        async with lock:
-            if not self.threads.claim_turn(thread_id, self._owner):
-                raise InputError(
-                    f"Thread {thread_id} is answering a message in another ShopBot window; "
-                    "wait for it to finish."
-                )
-            keeping = asyncio.create_task(self._keep_lease(thread_id))
-            try:
-                yield
-            finally:
-                keeping.cancel()
-                try:
-                    self.threads.release_turn(thread_id, self._owner)
-                except Exception:
-                    # Closing mid-turn may have closed the registry first: the lease then
-                    # expires by itself, and whatever ended the turn must not be replaced.
-                    log.exception("releasing the turn of %s failed", thread_id)
-
-    async def _keep_lease(self, thread_id: str) -> None:
-        """Renew the turn's lease while it runs: a slow turn (retries, a long approval
-        reply) must not look dead to another window, which would take the thread over."""
-        while True:
-            await asyncio.sleep(LEASE_RENEW_EVERY)
-            try:
-                if not self.threads.renew_turn(thread_id, self._owner):
-                    # Taken over (this process looked dead: a suspended laptop, say).
-                    log.warning("the turn lease of %s was taken by another window", thread_id)
-            except Exception:
-                log.exception("renewing the turn lease of %s failed", thread_id)
-
     @staticmethod
     def _valid_thread_id(thread_id: str) -> str:
         try:
@@ -448,7 +399,7 @@ class ShopBotEngine:
         # The approval nodes announce a pause just before they call interrupt().
         paused = False
         try:
-            with self._stoppable(thread_id):
+            with self._guard.stoppable(thread_id):
                 async for _namespace, data in self.graph.astream(
                     graph_input,
                     config,
@@ -498,17 +449,6 @@ class ShopBotEngine:
             yield ApprovalRequested(result.pending)
         yield TurnFinished(result)
 
-    @contextmanager
-    def _stoppable(self, thread_id: str) -> Iterator[None]:
-        """While the graph runs, `stop_turn` may cancel it; after, the turn is only being
-        recorded: too late to stop."""
-        if (task := asyncio.current_task()) is not None:
-            self._running[thread_id] = task
-        try:
-            yield
-        finally:
-            self._running.pop(thread_id, None)
-
     async def _failure(self, thread_id: str, exc: Exception) -> TurnFailed:
         """What broke the turn, for the person: a damaged store by name, else no internals."""
         named = exc if isinstance(exc, StorageError) else await self._named(thread_id, exc)
@@ -532,8 +472,7 @@ class ShopBotEngine:
         transcript and the audit log. The thread is marked "error", so the next message reads
         its state back from the checkpoint (whatever the cut left there) instead of assuming
         it idle."""
-        stopped = thread_id in self._stopped
-        self._stopped.discard(thread_id)
+        stopped = self._guard.was_stopped(thread_id)
         try:
             self.threads.append_line(
                 thread_id, "note", TURN_STOPPED_NOTE if stopped else TURN_CUT_NOTE

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import ToolMessage
 
-from agents import engine as engine_module
+from agents import turn_guard
 from agents.context import RetryBudget
 from agents.events import (
     ApprovalRequested,
@@ -647,7 +647,7 @@ async def test_a_provider_that_trickles_its_answer_fails_the_turn_at_the_deadlin
 async def test_a_long_turn_keeps_renewing_its_lease(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(engine_module, "LEASE_RENEW_EVERY", 0.01)
+    monkeypatch.setattr(turn_guard, "LEASE_RENEW_EVERY", 0.01)
     model = GatedModel()  # the turn waits on its first model call for as long as we like
     async with open_engine(tmp_path, model=model) as engine:
 

@@ -1,0 +1,103 @@
+"""One turn at a time per thread, in this process and across processes, and a way to stop one.
+
+A thread's turn holds an asyncio lock here and a lease in the thread registry (renewed while
+it runs, so a slow turn never looks dead to another window). While its graph runs, the task
+running it is known, so a person can stop it (`stop`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+from agents.errors import InputError
+from agents.thread_registry import LEASE_SECONDS, ThreadRegistry
+
+log = logging.getLogger("shopbot.engine")
+
+# A running turn renews its lease this often, well before it would expire.
+LEASE_RENEW_EVERY = LEASE_SECONDS / 4
+
+
+class TurnGuard:
+    """The turns of `threads` run by `owner` (this engine)."""
+
+    def __init__(self, threads: ThreadRegistry, owner: str) -> None:
+        self._threads = threads
+        self._owner = owner
+        self._locks: dict[str, asyncio.Lock] = {}
+        # The task running each thread's graph here, and the threads a person stopped.
+        self._running: dict[str, asyncio.Task[Any]] = {}
+        self._stopped: set[str] = set()
+
+    def claim(self, thread_id: str) -> bool:
+        """Take `thread_id`'s lease outside a turn (start-up checks); release it after."""
+        return self._threads.claim_turn(thread_id, self._owner)
+
+    def release(self, thread_id: str) -> None:
+        self._threads.release_turn(thread_id, self._owner)
+
+    @asynccontextmanager
+    async def turn(self, thread_id: str) -> AsyncIterator[None]:
+        """Hold `thread_id` for one turn, or refuse (`InputError`) while another runs."""
+        lock = self._locks.setdefault(thread_id, asyncio.Lock())
+        if lock.locked():
+            raise InputError(f"Thread {thread_id} is already answering a message; wait for it.")
+        async with lock:
+            if not self.claim(thread_id):
+                raise InputError(
+                    f"Thread {thread_id} is answering a message in another ShopBot window; "
+                    "wait for it to finish."
+                )
+            keeping = asyncio.create_task(self._keep_lease(thread_id))
+            try:
+                yield
+            finally:
+                keeping.cancel()
+                try:
+                    self.release(thread_id)
+                except Exception:
+                    # Closing mid-turn may have closed the registry first: the lease then
+                    # expires by itself, and whatever ended the turn must not be replaced.
+                    log.exception("releasing the turn of %s failed", thread_id)
+
+    async def _keep_lease(self, thread_id: str) -> None:
+        """Renew the turn's lease while it runs: a slow turn (retries, a long approval
+        reply) must not look dead to another window, which would take the thread over."""
+        while True:
+            await asyncio.sleep(LEASE_RENEW_EVERY)
+            try:
+                if not self._threads.renew_turn(thread_id, self._owner):
+                    # Taken over (this process looked dead: a suspended laptop, say).
+                    log.warning("the turn lease of %s was taken by another window", thread_id)
+            except Exception:
+                log.exception("renewing the turn lease of %s failed", thread_id)
+
+    @contextmanager
+    def stoppable(self, thread_id: str) -> Iterator[None]:
+        """While the graph runs, `stop` may cancel it; after, the turn is only being
+        recorded: too late to stop."""
+        if (task := asyncio.current_task()) is not None:
+            self._running[thread_id] = task
+        try:
+            yield
+        finally:
+            self._running.pop(thread_id, None)
+
+    def stop(self, thread_id: str) -> bool:
+        """Cancel `thread_id`'s running graph (a person pressed Stop); False when none runs."""
+        task = self._running.get(thread_id)
+        if task is None or task.done():
+            return False
+        self._stopped.add(thread_id)
+        task.cancel()
+        return True
+
+    def was_stopped(self, thread_id: str) -> bool:
+        """Whether the turn just cut off was stopped by a person (asked once per cut)."""
+        stopped = thread_id in self._stopped
+        self._stopped.discard(thread_id)
+        return stopped
