@@ -3,7 +3,12 @@
 Each append costs about half a millisecond (redaction, JSON, the trigram index, a commit);
 a turn writes a dozen. Here the caller only queues the event, stamped with the time it
 happened; one writer thread stores queued events in order, in batches. `flush()` waits
-until everything queued is stored, and `close()` flushes: nothing queued is dropped.
+until everything queued has been written (or has failed to be), and `close()` flushes.
+
+A write that fails (another process holding the log's lock past the busy timeout, a full
+disk) is tried again, with the events that came since, every `retry_seconds` until it
+succeeds: nothing is dropped while the process lives. Events still unstored at `close()`
+go to the (redacted) log file, the last place left.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import json
 import logging
 import queue
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -23,6 +29,12 @@ log = logging.getLogger("shopbot.audit")
 _STOP = object()
 # Events stored per transaction at most: bounded latency when the queue is long.
 BATCH = 500
+# Unstored events kept for the next try at most (about 1 kB each): a store that never comes
+# back must not exhaust memory. The oldest beyond it go to the log file.
+MAX_UNSTORED = 50_000
+RETRY_SECONDS = 2.0
+# Tries left at `close()` (RETRY_SECONDS apart) before unstored events go to the log file.
+CLOSE_TRIES = 3
 
 
 class AuditSink(Protocol):
@@ -38,12 +50,13 @@ class AuditSink(Protocol):
     ) -> object: ...
 
     def flush(self) -> None:
-        """Return once everything appended so far is stored."""
+        """Return once everything appended so far is stored (or failed to be, for now)."""
 
 
 class AuditWriter:
-    def __init__(self, audit: AuditLog) -> None:
+    def __init__(self, audit: AuditLog, *, retry_seconds: float = RETRY_SECONDS) -> None:
         self.audit = audit
+        self._retry_seconds = retry_seconds
         self._queue: queue.Queue[object] = queue.Queue()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="shopbot-audit", daemon=True)
@@ -64,7 +77,8 @@ class AuditWriter:
         self._queue.put({**event, "detail": dict(detail or {})})
 
     def flush(self) -> None:
-        """Wait until every event queued so far is stored."""
+        """Wait until every event queued so far is stored, or its write failed (it is then
+        tried again: a failing store must not hang the caller)."""
         self._queue.join()
 
     def close(self) -> None:
@@ -74,22 +88,58 @@ class AuditWriter:
             self._thread.join()
 
     def _run(self) -> None:
+        unstored: list[dict[str, Any]] = []  # events a failed write left, tried first
         while True:
-            batch = [self._queue.get()]
-            while len(batch) < BATCH:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            events = [item for item in batch if isinstance(item, dict)]
+            batch = self._next_batch(wait=self._retry_seconds if unstored else None)
             try:
-                self.audit.append_many(events)
-            except Exception:
-                # Kept in the (redacted) log file rather than lost; the turn goes on.
-                lines = json.dumps(events, default=str)[:100_000]
-                log.exception("could not store %d audit events: %s", len(events), lines)
+                unstored = self._store(unstored, [i for i in batch if isinstance(i, dict)])
             finally:
                 for _ in batch:
                     self._queue.task_done()
             if any(item is _STOP for item in batch):
+                for _ in range(CLOSE_TRIES):
+                    if not unstored:
+                        break
+                    time.sleep(self._retry_seconds)
+                    unstored = self._store(unstored, [])
+                if unstored:
+                    _keep_in_log_file(unstored)
                 return
+
+    def _store(
+        self, unstored: list[dict[str, Any]], new: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Write what an earlier write left, then `new`; what is still unstored after."""
+        events = unstored + new
+        try:
+            if events:
+                self.audit.append_many(events)
+        except Exception:
+            if not unstored:  # once per failing spell, not at every try
+                log.exception("could not store %d audit events; trying again", len(events))
+            if len(events) > MAX_UNSTORED:
+                _keep_in_log_file(events[:-MAX_UNSTORED])
+            return events[-MAX_UNSTORED:]
+        if unstored:
+            log.warning("stored %d audit events held back by a failed write", len(events))
+        return []
+
+    def _next_batch(self, *, wait: float | None) -> list[object]:
+        """Queued items (at most BATCH), waiting for the first up to `wait` seconds (None:
+        for ever); empty when that wait ran out, for a retry."""
+        try:
+            batch = [self._queue.get(timeout=wait)]
+        except queue.Empty:
+            return []
+        while len(batch) < BATCH:
+            try:
+                batch.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return batch
+
+
+def _keep_in_log_file(events: list[dict[str, Any]]) -> None:
+    """Kept in the (redacted) log file rather than lost."""
+    lines = json.dumps(events, default=str)[:100_000]
+    log.error("could not store %d audit events: %s", len(events), lines)

@@ -187,7 +187,8 @@ class ShopBotEngine:
 
     @property
     def audit(self) -> AuditLog:
-        """The audit log, with every event recorded so far stored and readable."""
+        """The audit log, with every event recorded so far stored and readable (unless its
+        write failed: it is tried again, see AuditWriter)."""
         self._recorder.flush()
         return self._audit_log
 
