@@ -318,15 +318,15 @@ def _structured(query: AuditQuery) -> tuple[list[str], list[Any]]:
         params.extend(query.kinds)
     if query.since:
         clauses.append("e.ts >= ?")
-        params.append(_normalise_ts(query.since))
+        params.append(normalise_ts(query.since))
     if query.until:
         clauses.append("e.ts < ?")
-        params.append(_normalise_ts(query.until))
+        params.append(normalise_ts(query.until))
     return clauses, params
 
 
-def _normalise_ts(value: str) -> str:
-    # Stored stamps compare as text, so bring "2025-06-10" or "+02:00" to the same shape.
+def normalise_ts(value: str) -> str:
+    """An ISO-8601 date or time as stored stamps are written (UTC): they compare as text."""
     try:
         moment = datetime.fromisoformat(value.strip())
     except ValueError as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agents.audit_log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery
+from agents.audit_log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery, normalise_ts
 from agents.audit_log import MAX_PAGE as MAX_AUDIT_PAGE
 from agents.errors import InputError
 from agents.events import (
@@ -123,6 +123,7 @@ __all__ = [
     "failure_text",
     "file_failure_text",
     "load_engine",
+    "normalise_ts",
     "note_for",
     "person_name",
     "quoted",

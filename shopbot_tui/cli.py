@@ -235,12 +235,17 @@ def _threads(settings: Settings, as_json: bool) -> int:
 
 
 def _audit(settings: Settings, args: argparse.Namespace) -> int:
-    from agents.facade import AUDIT_KINDS, AuditLog, AuditQuery
+    from agents.facade import AUDIT_KINDS, AuditLog, AuditQuery, normalise_ts
 
     # `is not None`: an empty `--kind ""` (a script's unset variable) is no kind, not "any".
     if args.kind is not None and args.kind not in AUDIT_KINDS:
         raise UsageError(
             f"unknown kind {quoted(args.kind)}; kinds: {', '.join(sorted(AUDIT_KINDS))}"
+        )
+    if args.since and args.until and normalise_ts(args.since) >= normalise_ts(args.until):
+        raise UsageError(
+            f"--since {quoted(args.since)} is not before --until {quoted(args.until)}: "
+            "no event could match; swap them?"
         )
     query = AuditQuery(
         thread_id=args.audit_thread,

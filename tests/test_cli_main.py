@@ -97,6 +97,27 @@ def test_audit_takes_any_valid_moment_and_refuses_an_empty_kind(
     assert out == "" and one_line(err).startswith("shopbot: unknown kind ''; kinds: ")
 
 
+@pytest.mark.parametrize(
+    ("since", "until"),
+    [
+        ("2026-12-01", "2026-11-30"),
+        ("2026-11-30T10:00", "2026-11-30T10:00"),  # since is inclusive, until exclusive
+        ("2026-11-30T10:00+02:00", "2026-11-30T08:00Z"),  # the same moment, in two zones
+    ],
+)
+def test_audit_refuses_a_since_that_is_not_before_its_until(
+    home: Path, capsys: pytest.CaptureFixture[str], since: str, until: str
+) -> None:
+    assert main(["audit", "--since", since, "--until", until]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert one_line(err) == (
+        f"shopbot: --since '{since}' is not before --until '{until}': no event could match; "
+        "swap them?"
+    )
+    assert main(["audit", "--since", until[:10], "--until", "2027-01-01"]) == 0
+
+
 LONG = "x" * 10_000
 
 
