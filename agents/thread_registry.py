@@ -13,6 +13,7 @@ import socket
 import sqlite3
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Literal, cast
 
 from agents.events import AGENTS, DEFAULT_AGENT
@@ -329,4 +330,17 @@ def _process_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """A process that ended but that its parent has not reaped yet (a supervisor, a test
+    runner) still answers `kill(pid, 0)`: its lease would hold its thread until it expired."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False  # no /proc (macOS) or gone meanwhile: kill() said alive, so be it
+    # "pid (name) state ...": the name may hold spaces and parentheses, the state follows
+    # the last ")".
+    fields = stat.rpartition(")")[2].split()
+    return bool(fields) and fields[0] == "Z"

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -230,3 +235,34 @@ def test_unencodable_customer_and_title_are_stored_not_half_made(registry: Threa
     assert info.customer == "Sam\ufffd"
     info = registry.update("t1", title="Where is ORD-002 \udcff", count_turn=True)
     assert (info.title, info.turns) == ("Where is ORD-002 \ufffd", 1)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_a_lease_of_a_process_that_ended_unreaped_is_taken_over(registry: ThreadRegistry) -> None:
+    registry.ensure("z1", customer=None)
+    # A `shopbot chat` that ended (killed) while its parent, say a supervisor, has not
+    # reaped it yet: it still answers kill(pid, 0).
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        stat = Path(f"/proc/{child.pid}/stat")
+        deadline = time.monotonic() + 30
+        while stat.read_text().rpartition(")")[2].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the child never ended"
+            time.sleep(0.01)
+        with registry._lock, registry._conn:  # its lease, as that process left it
+            registry._conn.execute(
+                "INSERT INTO turn_leases VALUES (?, ?, ?, ?, ?)",
+                ("z1", socket.gethostname(), child.pid, "gone", time.time() + 600),
+            )
+        assert registry.claim_turn("z1", "me")
+    finally:
+        child.wait()
+    # A live process's lease is still respected.
+    registry.release_turn("z1", "me")
+    assert registry.claim_turn("z1", "here")
+    with registry._lock, registry._conn:
+        registry._conn.execute(
+            "UPDATE turn_leases SET pid = ?, owner = 'live' WHERE thread_id = 'z1'",
+            (os.getpid(),),
+        )
+    assert not registry.claim_turn("z1", "me")
