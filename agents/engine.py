@@ -40,6 +40,7 @@ from agents.events import (
     TurnResult,
     TurnStatus,
     note_for,
+    outcome,
 )
 from agents.graph import build_graph
 from agents.model_factory import make_model
@@ -298,10 +299,10 @@ class ShopBotEngine:
 
     async def send(self, thread_id: str, text: str, *, customer: str | None = None) -> TurnResult:
         """`run_turn` for callers that only want the outcome."""
-        return await _outcome(self.run_turn(thread_id, text, customer=customer))
+        return await outcome(self.run_turn(thread_id, text, customer=customer))
 
     async def decide(self, thread_id: str, decision: str) -> TurnResult:
-        return await _outcome(self.resume(thread_id, decision))
+        return await outcome(self.resume(thread_id, decision))
 
     # --- internals ---------------------------------------------------------------------
 
@@ -579,15 +580,6 @@ class ShopBotEngine:
                 self.threads.append_line(thread_id, "assistant", event.text, agent=event.agent)
         elif (line := note_for(event)) is not None:
             self.threads.append_line(thread_id, "note", line)
-
-
-async def _outcome(events: AsyncIterator[EngineEvent]) -> TurnResult:
-    result: TurnResult | None = None
-    async for event in events:
-        if isinstance(event, TurnFinished):
-            result = event.result
-    assert result is not None, "every event stream ends with TurnFinished"
-    return result
 
 
 __all__ = ["InputError", "ShopBotEngine"]

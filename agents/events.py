@@ -5,6 +5,7 @@ Plain dataclasses, no LangChain: the UI imports this module before the engine is
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -269,3 +270,17 @@ def note_for(event: EngineEvent) -> str | None:
     if isinstance(event, TurnFailed):
         return f"⚠ {event.message}"
     return None
+
+
+async def outcome(
+    events: AsyncIterable[EngineEvent], on_event: Callable[[EngineEvent], object] | None = None
+) -> TurnResult:
+    """How a turn ended, from its whole stream of events (each shown to `on_event` first)."""
+    result: TurnResult | None = None
+    async for event in events:
+        if on_event is not None:
+            on_event(event)
+        if isinstance(event, TurnFinished):
+            result = event.result
+    assert result is not None, "every turn's events end with TurnFinished"
+    return result

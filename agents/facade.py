@@ -40,6 +40,7 @@ from agents.events import (
     TurnFinished,
     TurnResult,
     note_for,
+    outcome,
 )
 from agents.logging_setup import configure_logging
 from agents.redaction import redact
@@ -125,6 +126,7 @@ __all__ = [
     "load_engine",
     "normalise_ts",
     "note_for",
+    "outcome",
     "person_name",
     "quoted",
     "redact",

@@ -29,6 +29,7 @@ from agents.facade import (
     InputError,
     Settings,
     StorageError,
+    outcome,
     quoted,
     safe_json,
     undecodable_bytes,
@@ -38,7 +39,7 @@ from agents.facade import (
 )
 
 if TYPE_CHECKING:
-    from agents.facade import ShopBotEngine, TurnResult
+    from agents.facade import EngineEvent, ShopBotEngine, TurnResult
 
 EXIT_OK = 0
 EXIT_PROVIDER = 1
@@ -183,6 +184,16 @@ def _describe_pending(kind: str, payload: dict[str, Any]) -> str:
     )
 
 
+def _retry_notes(event: EngineEvent) -> None:
+    """A provider retry, said on stderr as it happens when stderr is a terminal: a person
+    would otherwise wait up to two minutes in silence (a script reading a pipe gets only
+    the one line of a failure)."""
+    from agents.facade import Retrying
+
+    if isinstance(event, Retrying) and sys.stderr.isatty():
+        _say(f"{event.reason} Retrying in {event.delay:.1f}s (attempt {event.attempt}).")
+
+
 async def _with_engine(
     settings: Settings, action: Callable[[ShopBotEngine], Awaitable[int]]
 ) -> int:
@@ -282,7 +293,11 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         async def chat(engine: ShopBotEngine) -> int:
             code = _print_result(
-                await engine.send(args.thread_id, args.message, customer=customer), args.json
+                await outcome(
+                    engine.run_turn(args.thread_id, args.message, customer=customer),
+                    _retry_notes,
+                ),
+                args.json,
             )
             if code == EXIT_OK and (count := undecodable_bytes(args.message)):
                 # Neither the reply nor the JSON shows what was sent: say it, not silently.
@@ -293,7 +308,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "resume":
 
         async def resume(engine: ShopBotEngine) -> int:
-            return _print_result(await engine.decide(args.thread_id, args.decision), args.json)
+            return _print_result(
+                await outcome(engine.resume(args.thread_id, args.decision), _retry_notes), args.json
+            )
 
         return _run(settings, resume)
     if args.command == "threads":

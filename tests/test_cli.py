@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
@@ -583,3 +584,53 @@ def test_a_turn_stopped_by_a_signal_is_noted_released_and_the_thread_goes_on(
     env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
     again = run(tmp_path, "chat", "s1", "Hello?", "--json", env=env)
     assert again.returncode == 0 and json.loads(again.stdout)["reply"] == "Hello again."
+
+
+def test_provider_retries_are_told_on_a_terminal_and_never_into_a_pipe(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
+    answer = "Hello! How can I help you today?"
+    # Into a pipe (a script): stdout has the reply, stderr stays empty.
+    fake_mistral.fail_next(429, times=2, retry_after=0.1)
+    fake_mistral.script(text(answer))
+    piped = run(tmp_path, "chat", "p1", "Hi", env=env)
+    assert piped.returncode == 0 and piped.stderr == ""
+    assert answer in piped.stdout
+
+    # On a terminal: each retry says so as it happens, one line each.
+    fake_mistral.fail_next(429, times=2, retry_after=0.1)
+    fake_mistral.script(text(answer))
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("MISTRAL_", "SHOPBOT_"))}
+    environ.update({"SHOPBOT_HOME": str(tmp_path), **env})
+    controller, terminal = pty.openpty()
+    try:
+        done = subprocess.run(
+            [str(SHOPBOT), "chat", "p2", "Hi"],
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            text=True,
+            env=environ,
+            timeout=120,
+            check=False,
+        )
+        os.close(terminal)
+        said = b""
+        while chunk := _read_some(controller):
+            said += chunk
+    finally:
+        os.close(controller)
+    assert done.returncode == 0 and answer in done.stdout
+    lines = said.decode().splitlines()
+    assert len(lines) == 2, lines
+    for attempt, line in enumerate(lines, start=1):
+        assert line.startswith("shopbot: ") and "rate" in line.lower()
+        assert line.endswith(f"(attempt {attempt}).")
+
+
+def _read_some(fd: int) -> bytes:
+    """What the terminal holds (b"" once it is drained and closed)."""
+    try:
+        return os.read(fd, 4096)
+    except OSError:  # EIO: every writer closed the terminal
+        return b""
