@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     chat = commands.add_parser("chat", help="send one message, headless")
     chat.add_argument("thread_id", metavar="THREAD")
-    chat.add_argument("message", metavar="MESSAGE")
+    chat.add_argument("message", metavar="MESSAGE", help="the message; - reads it from stdin")
     chat.add_argument("--customer", dest="chat_customer", help="who the customer is")
     chat.add_argument("--json", action="store_true", help="print one JSON object")
     chat.add_argument("--offline", dest="chat_offline", action="store_true")
@@ -182,6 +182,23 @@ def _describe_pending(kind: str, payload: dict[str, Any]) -> str:
         f"Waiting for review: {payload.get('sentiment')} complaint from "
         f"{payload.get('customer') or 'the customer'}: {payload.get('issue_summary')}"
     )
+
+
+# Read from stdin at most this much: far above any message the engine takes (it says how
+# long a message may be), far below what would fill memory.
+MAX_STDIN_BYTES = 1 << 20
+
+
+def _message_from_stdin() -> str:
+    """`shopbot chat THREAD -`: the message from stdin, whole (an e-mail, a file); its bytes
+    decoded as argv's are, so what is not UTF-8 is counted and said the same way."""
+    data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+    if len(data) > MAX_STDIN_BYTES:
+        raise UsageError(
+            f"the message on stdin is larger than {MAX_STDIN_BYTES // (1 << 20)} MB; "
+            "shorten it or send it in parts."
+        )
+    return data.decode("utf-8", errors="surrogateescape")
 
 
 def _retry_notes(event: EngineEvent) -> None:
@@ -290,6 +307,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     if args.command == "chat":
         customer = args.chat_customer or args.customer
+        if args.message == "-":
+            args.message = _message_from_stdin()
 
         async def chat(engine: ShopBotEngine) -> int:
             code = _print_result(

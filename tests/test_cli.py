@@ -31,13 +31,22 @@ SHOPBOT = Path(sys.executable).with_name("shopbot")
 RESULT_KEYS = {"thread_id", "status", "reply", "active_agent", "pending"}
 
 
+def environ_for(home: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without ours, and `home` as SHOPBOT_HOME."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("MISTRAL_", "SHOPBOT_"))}
+    return {**environ, "SHOPBOT_HOME": str(home), **(env or {})}
+
+
 def run(
     home: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("MISTRAL_", "SHOPBOT_"))}
-    environ.update({"SHOPBOT_HOME": str(home), **(env or {})})
     done = subprocess.run(
-        [str(SHOPBOT), *args], capture_output=True, text=True, env=environ, timeout=120, check=False
+        [str(SHOPBOT), *args],
+        capture_output=True,
+        text=True,
+        env=environ_for(home, env),
+        timeout=120,
+        check=False,
     )
     assert "Traceback" not in done.stderr, done.stderr
     return done
@@ -298,13 +307,12 @@ def test_home_that_is_a_file_is_named_and_exits_2(tmp_path: Path, inside: str) -
 def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path) -> None:
     with AuditLog(tmp_path / "audit.sqlite") as audit:
         audit.append_many({"kind": "turn_started", "thread_id": "t1"} for _ in range(5_000))
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("MISTRAL_", "SHOPBOT_"))}
     # `shopbot audit --limit 10000 | head -1`: far more output than a pipe holds.
     with subprocess.Popen(
         [str(SHOPBOT), "audit", "--limit", "10000"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env={**environ, "SHOPBOT_HOME": str(tmp_path)},
+        env=environ_for(tmp_path),
     ) as reader:
         assert reader.stdout is not None and reader.stderr is not None
         assert b"turn_started" in reader.stdout.readline()
@@ -548,11 +556,8 @@ def test_a_turn_stopped_by_a_signal_is_noted_released_and_the_thread_goes_on(
         return text("Too late.")
 
     fake_mistral.respond_with(held)
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("MISTRAL_", "SHOPBOT_"))}
-    environ.update(
-        SHOPBOT_HOME=str(tmp_path),
-        MISTRAL_API_KEY=FAKE_API_KEY,
-        MISTRAL_BASE_URL=fake_mistral.base_url,
+    environ = environ_for(
+        tmp_path, {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
     )
     with subprocess.Popen(
         [str(SHOPBOT), "chat", "s1", "Hello", "--json"],
@@ -601,8 +606,6 @@ def test_provider_retries_are_told_on_a_terminal_and_never_into_a_pipe(
     # On a terminal: each retry says so as it happens, one line each.
     fake_mistral.fail_next(429, times=2, retry_after=0.1)
     fake_mistral.script(text(answer))
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("MISTRAL_", "SHOPBOT_"))}
-    environ.update({"SHOPBOT_HOME": str(tmp_path), **env})
     controller, terminal = pty.openpty()
     try:
         done = subprocess.run(
@@ -610,7 +613,7 @@ def test_provider_retries_are_told_on_a_terminal_and_never_into_a_pipe(
             stdout=subprocess.PIPE,
             stderr=terminal,
             text=True,
-            env=environ,
+            env=environ_for(tmp_path, env),
             timeout=120,
             check=False,
         )
@@ -634,3 +637,45 @@ def _read_some(fd: int) -> bytes:
         return os.read(fd, 4096)
     except OSError:  # EIO: every writer closed the terminal
         return b""
+
+
+def run_with_stdin(home: Path, data: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
+    done = subprocess.run(
+        [str(SHOPBOT), *args],
+        input=data,
+        capture_output=True,
+        env=environ_for(home),
+        timeout=120,
+        check=False,
+    )
+    assert b"Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def test_a_message_of_dash_is_read_from_stdin(tmp_path: Path) -> None:
+    email = "Hello,\n\nwhere is my order ORD-002?\nI ordered it last week.\n\nSam\n"
+    done = run_with_stdin(tmp_path, email.encode(), "chat", "in1", "-", "--customer", "Sam")
+    assert done.returncode == 0, done.stderr
+    assert b"In Transit" in done.stdout and done.stderr == b""
+    with ThreadRegistry(tmp_path / "threads.sqlite") as registry:
+        sent = registry.lines("in1")[0]
+    assert sent.role == "customer" and "where is my order ORD-002?" in sent.text
+
+    # What the engine refuses from argv it refuses from stdin, with the same line.
+    long = run_with_stdin(tmp_path, b"x" * 20_000, "chat", "in2", "-")
+    assert long.returncode == 2 and long.stdout == b""
+    assert b"too long (20,000 characters; the limit is 16,000)" in long.stderr
+    empty = run_with_stdin(tmp_path, b"", "chat", "in2", "-")
+    assert empty.returncode == 2 and len(empty.stderr.splitlines()) == 1
+
+    # More than could ever be a message is not read into memory whole.
+    huge = run_with_stdin(tmp_path, b"x" * (3 << 20), "chat", "in3", "-")
+    assert huge.returncode == 2
+    assert huge.stderr.decode().strip() == (
+        "shopbot: the message on stdin is larger than 1 MB; shorten it or send it in parts."
+    )
+
+    # Bytes that are not UTF-8 are said, as for an argument.
+    odd = run_with_stdin(tmp_path, b"Where is ORD-002? \xff\xfe", "chat", "in4", "-")
+    assert odd.returncode == 0, odd.stderr
+    assert b"2 byte(s) of MESSAGE were not UTF-8" in odd.stderr
