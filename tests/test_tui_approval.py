@@ -189,7 +189,7 @@ async def test_message_while_decision_pending_reopens_the_modal(tmp_path: Path) 
         assert any("still pending" in notice for notice in iter_notices(app, "information"))
         await send(pilot, "hello?")
         assert isinstance(app.screen, ApprovalScreen)
-        assert any("waits for a decision" in notice for notice in iter_notices(app, "warning"))
+        assert any("waits for this decision" in notice for notice in iter_notices(app, "warning"))
         await later_then_reopen_and_press(pilot, "e", kept="hello?")
         assert "decision: escalate" in notes(app)
 
@@ -378,7 +378,7 @@ async def test_a_decision_the_command_line_asked_for_opens_when_a_message_is_ref
         assert isinstance(screen, ApprovalScreen)
         assert "Refund of ORD-006" in modal_text(screen)
         warnings = list(iter_notices(app, "warning"))
-        assert any("waits for a decision" in w and "ctrl+r" in w for w in warnings), warnings
+        assert any("waits for this decision" in w for w in warnings), warnings
         assert not any("shopbot resume" in w for w in warnings)  # a command line, not here
         # The thread is shown as stored: the message sent from the command line is in it.
         assert ("customer", CLI_REFUND) in transcript_on_screen(app)
@@ -427,7 +427,10 @@ async def test_a_notification_shows_once_and_never_over_the_dialog(
         assert "still pending" not in frame, frame
         assert not any(rack.display for rack in app.chat.query(ToastRack))
         notice = screen.query_one("#approval-notice")
-        assert "waits for a decision" in visible_text(notice)
+        # Worded for where it shows: in the dialog, not pointing to it.
+        said = visible_text(notice)
+        assert "waits for this decision" in said, said
+        assert "dialog" not in said and "ctrl+r" not in said, said
         for decides in screen.query(Button):
             assert not notice.region.overlaps(decides.region)
         # The details are still there to read (scrolled to if the terminal is short).
