@@ -224,7 +224,8 @@ class ShopBotEngine:
     def stop_turn(self, thread_id: str) -> bool:
         """Stop the turn this process runs on `thread_id` (a person pressed Stop): its graph
         run is cancelled where it stands, as when the app closes, and the transcript says it
-        was stopped. False when no turn of that thread is running its graph here."""
+        was stopped. False when no turn of that thread is running its graph here, or when its
+        reply is whole or its question asked (the run is only saving them)."""
         return self._guard.stop(thread_id)
 
     async def _damage_named(
@@ -421,8 +422,14 @@ class ShopBotEngine:
                         agent = data.agent
                     if isinstance(data, ReplyDone):
                         done = data
-                    if isinstance(data, StepChanged) and data.step == "waiting_for_approval":
-                        paused = True
+                    paused = paused or (
+                        isinstance(data, StepChanged) and data.step == "waiting_for_approval"
+                    )
+                    if done is not None or paused:
+                        # The reply is whole, or the question asked: the rest of the run
+                        # saves it, too late to stop. (A stop there noted "stopped before it
+                        # was finished" under a finished reply, or lost the question.)
+                        self._guard.too_late_to_stop(thread_id)
                     self._note(thread_id, data)
                     yield data
         except asyncio.CancelledError:

@@ -87,6 +87,10 @@ class TurnGuard:
         finally:
             self._running.pop(thread_id, None)
 
+    def too_late_to_stop(self, thread_id: str) -> None:
+        """The run goes on only to save what is done (a whole reply, a question asked)."""
+        self._running.pop(thread_id, None)
+
     def stop(self, thread_id: str) -> bool:
         """Cancel `thread_id`'s running graph (a person pressed Stop); False when none runs."""
         task = self._running.get(thread_id)

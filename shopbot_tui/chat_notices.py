@@ -24,10 +24,9 @@ STILL_ANSWERING = (
     "reply; your message is kept."
 )
 # Said here rather than the engine's refusal, which names a `shopbot resume` command line.
-WAITS_FOR_DECISION = (
-    "This conversation waits for a decision first; your message is kept. "
-    "Decide in the dialog (ctrl+r opens it again)."
-)
+# Always said in the approval dialog, which opens with it: "decide in the dialog (ctrl+r
+# opens it again)" read oddly there, and its hint line names the keys.
+WAITS_FOR_DECISION = "This conversation waits for this decision first; your message is kept."
 
 
 class ChatNotices:

@@ -189,7 +189,7 @@ async def test_message_while_decision_pending_reopens_the_modal(tmp_path: Path) 
         assert any("still pending" in notice for notice in iter_notices(app, "information"))
         await send(pilot, "hello?")
         assert isinstance(app.screen, ApprovalScreen)
-        assert any("waits for a decision" in notice for notice in iter_notices(app, "warning"))
+        assert any("waits for this decision" in notice for notice in iter_notices(app, "warning"))
         await later_then_reopen_and_press(pilot, "e", kept="hello?")
         assert "decision: escalate" in notes(app)
 
@@ -339,12 +339,31 @@ async def test_every_option_shows_in_a_small_terminal(
         for decides in [*screen.query(Button), screen.query_one("#approval-hint")]:
             assert not notice.overlaps(decides.region), decides
         # The details scroll above the options: the last check can be brought into view.
-        scroller = screen.query_one("#approval-dialog", VerticalScroll)
+        scroller = screen.query_one("#approval-body", VerticalScroll)
         scroller.scroll_end(animate=False)
         await pilot.pause()
         last_check = screen.query_one("#approval-gates").region
         options = screen.query_one("#approval-options").region
         assert dialog.contains_region(last_check) and last_check.bottom <= options.y
+
+
+async def test_only_the_details_scroll_never_the_options(tmp_path: Path) -> None:
+    """A scrollbar ran down the dialog's right edge, across the buttons and the hint."""
+    app = make_app(tmp_path, customer="Alex")
+    async with app.run_test(size=(70, 20)) as pilot:
+        await settle(pilot)
+        screen = await dialog_after(pilot, "This is unacceptable! My parcel is two weeks late!!!")
+        await pilot.pause()
+        scrolling = [w for w in screen.query("*") if w.is_scrollable and w.show_vertical_scrollbar]
+        assert len(scrolling) == 1, scrolling  # short terminal: something scrolls here
+        # The scrollbar runs beside the details only, not down the rows of the options.
+        bar = scrolling[0].vertical_scrollbar.region
+        footer = screen.query_one("#approval-footer").region
+        assert bar.bottom <= footer.y, (bar, footer)
+        dialog = screen.query_one("#approval-dialog").content_region
+        assert dialog.contains_region(footer), (dialog, footer)
+        # What scrolls is the details, and all of them: the options are outside it.
+        assert scrolling[0].id == "approval-body"
 
 
 async def test_a_decision_the_command_line_asked_for_opens_when_a_message_is_refused(
@@ -359,7 +378,7 @@ async def test_a_decision_the_command_line_asked_for_opens_when_a_message_is_ref
         assert isinstance(screen, ApprovalScreen)
         assert "Refund of ORD-006" in modal_text(screen)
         warnings = list(iter_notices(app, "warning"))
-        assert any("waits for a decision" in w and "ctrl+r" in w for w in warnings), warnings
+        assert any("waits for this decision" in w for w in warnings), warnings
         assert not any("shopbot resume" in w for w in warnings)  # a command line, not here
         # The thread is shown as stored: the message sent from the command line is in it.
         assert ("customer", CLI_REFUND) in transcript_on_screen(app)
@@ -408,7 +427,10 @@ async def test_a_notification_shows_once_and_never_over_the_dialog(
         assert "still pending" not in frame, frame
         assert not any(rack.display for rack in app.chat.query(ToastRack))
         notice = screen.query_one("#approval-notice")
-        assert "waits for a decision" in visible_text(notice)
+        # Worded for where it shows: in the dialog, not pointing to it.
+        said = visible_text(notice)
+        assert "waits for this decision" in said, said
+        assert "dialog" not in said and "ctrl+r" not in said, said
         for decides in screen.query(Button):
             assert not notice.region.overlaps(decides.region)
         # The details are still there to read (scrolled to if the terminal is short).

@@ -579,3 +579,32 @@ async def test_every_filter_shows_in_a_small_terminal(
         await pilot.pause()
         assert screen.sub_title == ""
         assert screen.query_one("#audit-count").region.width > 0
+
+
+def painted(pilot: Pilot[None], selector: str) -> str:
+    """What the terminal shows where `selector` is, as a person reads it."""
+    region = pilot.app.screen.query_one(selector).region
+    strips = pilot.app.screen._compositor.render_strips()[region.y : region.bottom]
+    return "\n".join(strip.crop(region.x, region.right).text for strip in strips)
+
+
+async def test_a_cut_thread_id_keeps_its_end_in_the_filter_as_in_the_table(
+    audit_path: Path,
+) -> None:
+    """The filter cut '20261130-114305-2b692c' to its date ('20261130-11…'), which every
+    thread of the day shares, while the table showed its end ('…-2b692c')."""
+    threads = ["20261130-114305-2b692c", "20261130-114307-77aa01"]
+    with AuditLog(audit_path) as log:
+        for thread in threads:
+            log.append("turn_started", thread_id=thread, agent="order_agent", detail={})
+    async with ViewerHost(audit_path, thread_id=threads[0]).run_test(size=(70, 20)) as pilot:
+        await opened(pilot)
+        shown = painted(pilot, "#audit-thread")
+        assert "2b692c" in shown and "…" in shown, shown
+        assert "20261130-11" not in shown, shown
+        assert "2b692c" in painted(pilot, "#audit-table")
+        # The list to choose from tells the threads apart the same way.
+        await pilot.press("t")
+        await pilot.pause()
+        listed = painted(pilot, "#audit-thread SelectOverlay")
+        assert "2b692c" in listed and "77aa01" in listed, listed

@@ -16,8 +16,9 @@ from textual.widgets import Input
 
 from agents.audit_log import AuditQuery
 from agents.context import RetryBudget
-from agents.events import EngineEvent
+from agents.events import EngineEvent, ReplyDone, StepChanged
 from agents.facade import TURN_STOPPED_NOTE, ShopBotEngine
+from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage
 from shopbot_tui.widgets.side_panel import AgentCard, SidePanel
@@ -130,6 +131,100 @@ async def test_esc_stops_a_reply_and_the_conversation_goes_on(tmp_path: Path) ->
 
         model.resume()
         app.chat.message_input.value = ""
+        await send(pilot, "Where is my order ORD-002?")
+        assert "In Transit" in replies(app)[-1]
+
+
+class TailHeldEngine(ShopBotEngine):
+    """The engine, its graph run held (until `release`) right after it reports the reply
+    whole or the question asked: the run goes on a moment then, to save its checkpoint."""
+
+    held = asyncio.Event()
+    release = asyncio.Event()
+
+    async def start(self) -> None:
+        await super().start()
+        graph, held, release = self.graph, self.held, self.release
+
+        class Held:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(graph, name)
+
+            async def astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+                async for item in graph.astream(*args, **kwargs):
+                    yield item
+                    data = item[1]
+                    asked = isinstance(data, StepChanged) and data.step == "waiting_for_approval"
+                    if isinstance(data, ReplyDone) or asked:
+                        held.set()
+                        await release.wait()
+
+        self.graph = Held()
+
+
+@pytest.mark.parametrize(
+    "text", ["Hi, where is my order ORD-002?", "I want a refund for ORD-005, it crackles badly"]
+)
+async def test_esc_once_the_reply_is_whole_or_the_question_asked_stops_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    """Stopped there, a whole reply got "stopped before it was finished" under it, and a
+    refund's question was lost."""
+    monkeypatch.setattr(TailHeldEngine, "held", asyncio.Event())
+    monkeypatch.setattr(TailHeldEngine, "release", asyncio.Event())
+    app = make_app(tmp_path, thread_id="t-tail", customer="Sam", engine_class=TailHeldEngine)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, text, wait=False)
+        await wait_until(pilot, TailHeldEngine.held.is_set, "the reply or the question")
+        assert "t-tail" in app.chat.busy  # the turn is still running
+        await pilot.press("escape")
+        TailHeldEngine.release.set()
+        await settle(pilot)
+        assert TURN_STOPPED_NOTE not in notes(app)
+        assert app.engine is not None
+        stored = [line.text for line in app.engine.transcript("t-tail")]
+        assert TURN_STOPPED_NOTE not in stored
+        if "refund" in text:
+            # The question is asked; esc in its dialog only closes the dialog, as ever.
+            assert isinstance(app.screen, ApprovalScreen)
+            await pilot.press("escape")
+            await settle(pilot)
+            assert isinstance(app.screen, ChatScreen) and app.chat.pending is not None
+            assert TURN_STOPPED_NOTE not in notes(app)
+        else:
+            assert "In Transit" in replies(app)[-1]
+
+
+async def test_esc_while_a_decision_is_answered_keeps_the_refund_paid(tmp_path: Path) -> None:
+    model = GatedModel(pause_mid_reply=True, free_calls=1000)
+    model.resume()  # the refund request runs through; its answer after the decision pauses
+    app = make_app(tmp_path, thread_id="t-paid", customer="Sam", model=model)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "I want a refund for ORD-005, the speaker crackles at any volume")
+        assert isinstance(app.screen, ApprovalScreen)
+        model.pause_next_reply()
+        await pilot.press("a", "enter")
+        await wait_until(
+            pilot,
+            lambda: bool(app.chat.query(AssistantReply)) and "t-paid" in app.chat.busy,
+            "the refund agent to write",
+        )
+        await pilot.press("escape", "escape")  # twice: stopped once
+        await wait_until(pilot, lambda: "t-paid" not in app.chat.busy, "the turn to stop")
+        await settle(pilot)
+        assert app.engine is not None
+        assert app.engine.shop.refund_for("ORD-005") is not None  # the money moved: it stays
+        shown = notes(app)
+        assert shown.count(TURN_STOPPED_NOTE) == 1
+        paid = next(note for note in shown if note.startswith("refund paid: ORD-005"))
+        assert shown.index(paid) < shown.index(TURN_STOPPED_NOTE)
+        stored = [(line.role, line.text) for line in app.engine.transcript("t-paid")]
+        assert ("note", paid) in stored and stored[-1] == ("note", TURN_STOPPED_NOTE)
+        assert not app.chat.query(AssistantReply)  # the unfinished reply is gone
+        assert app.chat.pending is None and isinstance(app.screen, ChatScreen)
+        model.resume()
         await send(pilot, "Where is my order ORD-002?")
         assert "In Transit" in replies(app)[-1]
 

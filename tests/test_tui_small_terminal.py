@@ -83,3 +83,26 @@ async def test_every_button_label_shows_whole(
         frame = frame_text(app)
         for button in screen.query(Button):
             assert str(button.label) in frame, (str(button.label), frame)
+
+
+@pytest.mark.parametrize("size", [(44, 14), (70, 20), (80, 24)])
+async def test_the_conversation_list_shows_rows_in_a_short_terminal(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """At 44x14 the filter, the new-conversation row and the hint left the list no row."""
+    app = make_app(tmp_path, thread_id="t-0", customer="Sam")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        assert app.engine is not None
+        for n in range(6):
+            app.engine.threads.ensure(f"t-{n}", customer="Sam")
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), "the threads")
+        await settle(pilot)
+        frame = frame_text(app)
+        shown = [n for n in range(6) if f"t-{n} " in frame]
+        assert len(shown) >= 3, frame
+        # What the list is for stays on screen: the filter and a way to start a conversation.
+        for selector in ("#filter", "#new-customer", "#new"):
+            widget = app.screen.query_one(selector)
+            assert widget.display and widget.region.height >= 1, selector

@@ -140,12 +140,13 @@ class ApprovalScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         request = self.request
-        # The dialog scrolls its details under the options, which are docked: in a short
-        # terminal every option and, scrolled to, every check shows.
-        with VerticalScroll(id="approval-dialog") as dialog:
+        # Only the details scroll, above the options, which are docked: in a short terminal
+        # every option and, scrolled to, every check shows. (When the whole dialog scrolled,
+        # its scrollbar ran down beside the buttons and the hint.)
+        with Vertical(id="approval-dialog") as dialog:
             dialog.border_title = Content(KIND_TITLES.get(request.kind, "Decision needed"))
             dialog.border_subtitle = Content(f"thread {request.thread_id}")
-            with Vertical(id="approval-body"):
+            with VerticalScroll(id="approval-body"):
                 yield Static(Content(visible(headline(request))), id="approval-message")
                 yield Static(self._facts_content(), id="approval-facts")
                 yield Static(Content("Checks that led here"), classes="section-title")
@@ -233,7 +234,7 @@ class ApprovalScreen(ModalScreen[str | None]):
         self.app.bell()
         self._show_notice()
         # The details have the focus, not a button: Enter alone decides nothing.
-        self.query_one("#approval-dialog").focus()
+        self.query_one("#approval-body").focus()
         self._sleep()
 
     def _sleep(self) -> None:
@@ -255,7 +256,7 @@ class ApprovalScreen(ModalScreen[str | None]):
         self.armed = armed
         self._chosen_with = ""
         if not armed:
-            self.query_one("#approval-dialog").focus()  # nothing stays chosen
+            self.query_one("#approval-body").focus()  # nothing stays chosen
         for button in self.query("#approval-options Button").results(Button):
             button.disabled = not armed
         self.refresh_bindings()

@@ -36,6 +36,9 @@ STATUS_MARKS: dict[str, tuple[str, str]] = {
     "idle": ("", ""),
 }
 TITLE_WIDTH = 30
+# A terminal shorter than this (80x24 is not) compacts the dialog (threads.tcss): at 44x14 the
+# filter, the new-conversation row and the hint left the list no row, at 70x20 two.
+SHORT_BELOW = 24
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,11 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
 
     CSS_PATH = "threads.tcss"
     AUTO_FOCUS = "#threads"
+    # (Not a ClassVar: Textual declares it as an attribute.)
+    VERTICAL_BREAKPOINTS = [  # noqa: RUF012
+        (0, "-short"),
+        (SHORT_BELOW, "-tall"),
+    ]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss_screen", "Close", id="threads.close"),
         Binding("ctrl+n", "new_thread", "New conversation", id="threads.new"),

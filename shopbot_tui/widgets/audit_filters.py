@@ -6,6 +6,9 @@ Typing is debounced so a query runs once the person pauses, not on every key.
 
 from __future__ import annotations
 
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -15,8 +18,28 @@ from textual.timer import Timer
 from textual.widgets import Input, Label, Select
 
 from agents.facade import AUDIT_KINDS, AuditQuery
+from shopbot_tui.widgets.audit_table import fit_cell
 
 SEARCH_DEBOUNCE_S = 0.25
+
+
+class ThreadLabel:
+    """A thread id that, cut to fit, keeps its end ("…-2b692c"), as the table's Thread column
+    does: the app's ids begin with the date and time, the same for a day's threads. Textual's
+    `text-overflow` cuts only the end, hence this renderable, laid out at the width it gets."""
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        if cell_len(self.thread_id) > width:
+            yield Text(fit_cell(self.thread_id, width, keep_end=True), no_wrap=True)
+        else:
+            yield Text(self.thread_id, no_wrap=True)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(1, cell_len(self.thread_id))
 
 
 class AuditFilterBar(Horizontal):
@@ -37,9 +60,9 @@ class AuditFilterBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         preset = self._preset_thread
-        # Text prompts: thread ids come from users (`--thread`) and must not read as markup.
+        # Not str prompts: thread ids come from users (`--thread`) and must not read as markup.
         yield Select[str](
-            [(Text(preset), preset)] if preset else [],
+            [(ThreadLabel(preset), preset)] if preset else [],
             prompt="All threads",
             value=preset or Select.NULL,
             id="audit-thread",
@@ -90,7 +113,7 @@ class AuditFilterBar(Horizontal):
             options.insert(0, chosen)
         self._thread_ids = options
         select = self.query_one("#audit-thread", Select)
-        select.set_options([(Text(thread_id), thread_id) for thread_id in options])
+        select.set_options([(ThreadLabel(thread_id), thread_id) for thread_id in options])
         select.value = chosen or Select.NULL
 
     def set_count_text(self, text: str) -> None:
