@@ -54,7 +54,5 @@ TURN_CUT_NOTE = (
     "The reply was cut off: ShopBot was closed while answering. If it still needs an answer, "
     "send your message again."
 )
-TURN_STOPPED_NOTE = (
-    "The reply was stopped before it was finished. If it still needs an answer, send your "
-    "message again."
-)
+# Also after a decision (a stopped resume): what was decided stands, so no "send again".
+TURN_STOPPED_NOTE = "The reply was stopped before it was finished. Send a message to carry on."
