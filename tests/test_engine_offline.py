@@ -22,7 +22,7 @@ from agents.events import (
     ReplyDone,
     StepChanged,
 )
-from agents.facade import InputError
+from agents.facade import InputError, ShopBotEngine
 from agents.offline.demo_model import OfflineDemoModel
 from agents.replies import TURN_CUT_NOTE, TURN_STOPPED_NOTE
 from agents.thread_registry import ThreadRegistry
@@ -446,6 +446,19 @@ async def test_a_turn_cut_off_by_closing_says_so_and_the_thread_goes_on(tmp_path
         assert_mistral_valid(await history(engine, "cut"))
 
 
+async def carries_on_after_a_hand_off(
+    engine: ShopBotEngine, model: GatedModel, thread: str, note: str
+) -> None:
+    """The next message of `thread`, cut after a hand-off, is answered; the model read the
+    cut turn closed with `note` before it, in a history the provider accepts."""
+    model.open()
+    again = await say(engine, thread, "Where is my order ORD-001?", "Alex")
+    assert "Wireless Headphones" in again.result.reply
+    stored = await history(engine, thread)
+    assert [m.text for m in stored[3:5]] == [note, "Where is my order ORD-001?"]
+    assert_mistral_valid(stored)
+
+
 async def test_a_turn_cut_after_a_hand_off_leaves_a_history_the_provider_accepts(
     tmp_path: Path,
 ) -> None:
@@ -462,13 +475,7 @@ async def test_a_turn_cut_after_a_hand_off_leaves_a_history_the_provider_accepts
         saved = await history(engine, "cut")
         assert [type(m).__name__ for m in saved] == ["HumanMessage", "AIMessage", "ToolMessage"]
 
-        model.open()
-        again = await say(engine, "cut", "Where is my order ORD-001?", "Alex")
-        assert "Wireless Headphones" in again.result.reply
-        stored = await history(engine, "cut")
-        # The cut turn was closed with its note before the new message came in.
-        assert [m.text for m in stored[3:5]] == [TURN_CUT_NOTE, "Where is my order ORD-001?"]
-        assert_mistral_valid(stored)
+        await carries_on_after_a_hand_off(engine, model, "cut", TURN_CUT_NOTE)
 
 
 async def test_a_stopped_turn_says_so_and_only_that_turn_stops(tmp_path: Path) -> None:
@@ -492,13 +499,8 @@ async def test_a_stopped_turn_says_so_and_only_that_turn_stops(tmp_path: Path) -
         finished = [e for e in audit_of(engine, "stop") if e.kind == "turn_finished"]
         assert [e.detail["status"] for e in finished] == ["stopped"]
 
-        model.open()
-        again = await say(engine, "stop", "Where is my order ORD-001?", "Alex")
-        assert "Wireless Headphones" in again.result.reply
-        stored = await history(engine, "stop")
         # The model reads that the turn was stopped, not that ShopBot closed.
-        assert [m.text for m in stored[3:5]] == [TURN_STOPPED_NOTE, "Where is my order ORD-001?"]
-        assert_mistral_valid(stored)
+        await carries_on_after_a_hand_off(engine, model, "stop", TURN_STOPPED_NOTE)
 
         # A later cut (the app closing) is told as such, whatever an earlier stop said.
         model.hold_from_now()
