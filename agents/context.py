@@ -3,6 +3,8 @@ where the shop's records live. Passed as LangGraph's run context, never checkpoi
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 # Real imports, not TYPE_CHECKING ones: tools' schemas resolve these annotations at runtime.
@@ -32,3 +34,6 @@ class ShopContext:
     shop: ShopData
     audit: AuditSink
     retry: RetryBudget = field(default_factory=RetryBudget)
+    # Held while money moves (the refund and its record): a person's stop waits until both
+    # are done, or, asked just before, ends the run before anything is paid.
+    unstoppable: Callable[[], AbstractContextManager[None]] = nullcontext

@@ -10,6 +10,7 @@ import os
 import sqlite3
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from contextlib import aclosing, contextmanager
+from functools import partial
 from types import TracebackType
 from typing import Any
 
@@ -395,7 +396,14 @@ class ShopBotEngine:
         self, graph_input: Any, thread_id: str, customer: str | None, agent: str
     ) -> AsyncIterator[EngineEvent]:
         config = self._config(thread_id)
-        context = ShopContext(thread_id, customer, self.shop, self._recorder, self.retry)
+        context = ShopContext(
+            thread_id,
+            customer,
+            self.shop,
+            self._recorder,
+            self.retry,
+            unstoppable=partial(self._guard.unstoppable, thread_id),
+        )
         yield AgentChanged(agent=agent)
         done: ReplyDone | None = None
         failure: TurnFailed | None = None

@@ -80,6 +80,7 @@ class TurnGuard:
     def stoppable(self, thread_id: str) -> Iterator[None]:
         """While the graph runs, `stop` may cancel it; after, the turn is only being
         recorded: too late to stop."""
+        self._stopped.discard(thread_id)  # a stop of an earlier run that ended by itself
         if (task := asyncio.current_task()) is not None:
             self._running[thread_id] = task
         try:
@@ -87,12 +88,27 @@ class TurnGuard:
         finally:
             self._running.pop(thread_id, None)
 
+    @contextmanager
+    def unstoppable(self, thread_id: str) -> Iterator[None]:
+        """No stop while this lasts (money moving: a refund and its record). A stop asked
+        just before, still on its way to the task, ends the run here instead, before it."""
+        if thread_id in self._stopped:
+            raise asyncio.CancelledError
+        task = self._running.pop(thread_id, None)
+        try:
+            yield
+        finally:
+            if task is not None and not task.done():
+                self._running[thread_id] = task
+
     def too_late_to_stop(self, thread_id: str) -> None:
         """The run goes on only to save what is done (a whole reply, a question asked)."""
         self._running.pop(thread_id, None)
 
     def stop(self, thread_id: str) -> bool:
-        """Cancel `thread_id`'s running graph (a person pressed Stop); False when none runs."""
+        """Cancel `thread_id`'s running graph (a person pressed Stop); False when none runs.
+        It cancels the task that consumes the turn's events: a front must await nothing but
+        the next event while a turn runs, or the cancellation lands in its own code."""
         task = self._running.get(thread_id)
         if task is None or task.done():
             return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import socket
+import threading
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -676,3 +677,62 @@ async def test_a_turn_failing_on_a_store_says_so_and_is_marked_as_storage(tmp_pa
         assert "your message is saved" in (turn.result.error or "")
         assert "failed" not in turn.result.to_json()  # the JSON contract is unchanged
         assert engine.transcript("lk")[0].text == "Where is my order ORD-001?"
+
+
+async def test_no_stop_while_an_approved_refund_is_paid_and_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with open_engine(tmp_path) as engine:
+        ask = await say(engine, "pay", "I want a refund for ORD-005, the speaker crackles", "Sam")
+        assert ask.result.status == "awaiting_approval"
+        # The ledger write (in a worker thread) is slow: the shop database is busy, say.
+        entered, release = threading.Event(), threading.Event()
+        record_refund = engine.shop.record_refund
+
+        def slow_record(*args: object, **kwargs: object) -> object:
+            entered.set()
+            release.wait(30)
+            return record_refund(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(engine.shop, "record_refund", slow_record)
+        decided = asyncio.create_task(decide(engine, "pay", "approve"))
+        assert await asyncio.to_thread(entered.wait, 30)
+        assert not engine.stop_turn("pay")  # money is moving: esc does nothing now
+        release.set()
+        done = await decided
+        assert done.result.status == "done"
+        paid = engine.shop.refund_for("ORD-005")
+        assert paid is not None
+        # The payment and its record are whole: the audit log and the transcript say it.
+        processed = [e for e in audit_of(engine, "pay") if e.kind == "refund_processed"]
+        assert [e.detail["reference"] for e in processed] == [paid.reference]
+        texts = [line.text for line in engine.transcript("pay")]
+        assert any(paid.reference in text for text in texts)
+        assert TURN_STOPPED_NOTE not in texts
+
+
+async def test_a_stop_asked_before_money_moves_ends_the_run_before_it() -> None:
+    from agents.turn_guard import TurnGuard
+
+    guard = TurnGuard(threads=None, owner="me")  # type: ignore[arg-type]
+    running, gate, paid = asyncio.Event(), asyncio.Event(), list[str]()
+
+    async def turn() -> None:  # the task that consumes the turn's events
+        with guard.stoppable("t"):
+            running.set()
+            await asyncio.Event().wait()
+
+    async def node() -> None:  # a node's own task, not yet cancelled when it goes on
+        await gate.wait()
+        with guard.unstoppable("t"):
+            paid.append("ORD-005")
+
+    consumer, refund = asyncio.create_task(turn()), asyncio.create_task(node())
+    await running.wait()
+    assert guard.stop("t")
+    gate.set()
+    for task in (consumer, refund):
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert paid == []  # the stop came first: nothing was paid
+    assert not guard.stop("t")

@@ -128,15 +128,19 @@ def make_await_approval(spec: SpecialistSpec) -> Any:
             return {"messages": [tool_answer(call, REFUND_DECISIONS[decision])], "approval": None}
         # The refund runs on the validated payload, never on the model's arguments.
         args = {"order_id": payload["order_id"], "reason": payload["reason"]}
-        answer = await run_tool(spec.name, process_refund, call, args, state, runtime)
-        outcome = answer.artifact if isinstance(answer.artifact, dict) else {}
-        if outcome.get("created"):
-            paid_now = RefundPaid(
-                spec.name, outcome["order_id"], outcome["reference"], outcome["amount"]
-            )
-            report(runtime, paid_now, kind="refund_processed", agent=spec.name, detail=outcome)
-        # Events about money are on disk before the turn moves on.
-        audit.flush()
+        # The refund runs in a worker thread: a stop landing while it runs would leave the
+        # money paid and its record unwritten. So no stop until both are done.
+        with runtime.context.unstoppable():
+            answer = await run_tool(spec.name, process_refund, call, args, state, runtime)
+            outcome = answer.artifact if isinstance(answer.artifact, dict) else {}
+            if outcome.get("created"):
+                paid_now = RefundPaid(
+                    spec.name, outcome["order_id"], outcome["reference"], outcome["amount"]
+                )
+                report(runtime, paid_now, kind="refund_processed", agent=spec.name, detail=outcome)
+            # Events about money are handed to the audit log's writer (and, unless the log
+            # cannot take them now, stored) before the turn moves on.
+            audit.flush()
         return {"messages": [answer], "approval": None}
 
     return await_approval
