@@ -5,10 +5,12 @@ a turn writes a dozen. Here the caller only queues the event, stamped with the t
 happened; one writer thread stores queued events in order, in batches. `flush()` waits
 until everything queued has been written (or has failed to be), and `close()` flushes.
 
-A write that fails (another process holding the log's lock past the busy timeout, a full
-disk) is tried again, with the events that came since, every `retry_seconds` until it
-succeeds: nothing is dropped while the process lives. Events still unstored at `close()`
-go to the (redacted) log file, the last place left.
+A write that fails for a passing reason (another process holding the log's lock past the
+busy timeout, a full disk) is tried again, with the events that came since, every
+`retry_seconds` until it succeeds: nothing is dropped while the process lives. Events still
+unstored at `close()` (after one more try), or that fail for any other reason (a damaged
+file: trying again would hold every later event back for ever), are written to the
+(redacted) log file instead, one line each, when that file can be written.
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ from __future__ import annotations
 import json
 import logging
 import queue
+import sqlite3
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from agents.audit_log import AuditLog, check_kind
-from agents.sqlite_store import utc_timestamp
+from agents.sqlite_store import cannot_write, utc_timestamp
 
 log = logging.getLogger("shopbot.audit")
 
@@ -33,8 +35,6 @@ BATCH = 500
 # back must not exhaust memory. The oldest beyond it go to the log file.
 MAX_UNSTORED = 50_000
 RETRY_SECONDS = 2.0
-# Tries left at `close()` (RETRY_SECONDS apart) before unstored events go to the log file.
-CLOSE_TRIES = 3
 
 
 class AuditSink(Protocol):
@@ -57,6 +57,7 @@ class AuditWriter:
     def __init__(self, audit: AuditLog, *, retry_seconds: float = RETRY_SECONDS) -> None:
         self.audit = audit
         self._retry_seconds = retry_seconds
+        self._failing = False  # the last write failed for a passing reason (said once)
         self._queue: queue.Queue[object] = queue.Queue()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="shopbot-audit", daemon=True)
@@ -92,36 +93,39 @@ class AuditWriter:
         while True:
             batch = self._next_batch(wait=self._retry_seconds if unstored else None)
             try:
-                unstored = self._store(unstored, [i for i in batch if isinstance(i, dict)])
+                unstored = self._store(unstored + [i for i in batch if isinstance(i, dict)])
             finally:
                 for _ in batch:
                     self._queue.task_done()
             if any(item is _STOP for item in batch):
-                for _ in range(CLOSE_TRIES):
-                    if not unstored:
-                        break
-                    time.sleep(self._retry_seconds)
-                    unstored = self._store(unstored, [])
-                if unstored:
-                    _keep_in_log_file(unstored)
+                # Closing: that was the last try (the app is quitting, it must not hang).
+                _keep_in_log_file(unstored)
                 return
 
-    def _store(
-        self, unstored: list[dict[str, Any]], new: list[dict[str, Any]]
-    ) -> list[dict[str, Any]]:
-        """Write what an earlier write left, then `new`; what is still unstored after."""
-        events = unstored + new
-        try:
-            if events:
-                self.audit.append_many(events)
-        except Exception:
-            if not unstored:  # once per failing spell, not at every try
-                log.exception("could not store %d audit events; trying again", len(events))
-            if len(events) > MAX_UNSTORED:
-                _keep_in_log_file(events[:-MAX_UNSTORED])
-            return events[-MAX_UNSTORED:]
-        if unstored:
-            log.warning("stored %d audit events held back by a failed write", len(events))
+    def _store(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Write `events` in order, BATCH to a transaction (a chunk committed is done: a retry
+        never writes it twice); return what a passing failure left, to try again."""
+        for start in range(0, len(events), BATCH):
+            chunk = events[start : start + BATCH]
+            try:
+                self.audit.append_many(chunk)
+            except Exception as exc:
+                if not (isinstance(exc, sqlite3.OperationalError) and cannot_write(exc)):
+                    # Trying again would fail the same way, holding every later event back.
+                    log.exception("could not store %d audit events", len(chunk))
+                    _keep_in_log_file(chunk)
+                    continue
+                left = events[start:]
+                if not self._failing:  # once per failing spell, not at every try
+                    self._failing = True
+                    log.warning(
+                        "could not store %d audit events (%s); trying again", len(left), exc
+                    )
+                _keep_in_log_file(left[:-MAX_UNSTORED])
+                return left[-MAX_UNSTORED:]
+        if self._failing:
+            self._failing = False
+            log.warning("stored the audit events a failed write had held back")
         return []
 
     def _next_batch(self, *, wait: float | None) -> list[object]:
@@ -140,6 +144,7 @@ class AuditWriter:
 
 
 def _keep_in_log_file(events: list[dict[str, Any]]) -> None:
-    """Kept in the (redacted) log file rather than lost."""
-    lines = json.dumps(events, default=str)[:100_000]
-    log.error("could not store %d audit events: %s", len(events), lines)
+    """The last place left for events the audit log cannot take: one (redacted) log line
+    each, whole."""
+    for event in events:
+        log.error("audit event not stored: %s", json.dumps(event, default=str))

@@ -140,7 +140,12 @@ class ShopBotEngine:
         for store in ("_recorder", "shop", "_audit_log", "threads"):
             if (opened := self.__dict__.pop(store, None)) is not None:
                 try:
-                    opened.close()
+                    if store == "_recorder":
+                        # Its last write may wait out another process's lock: not on the
+                        # event loop, which must keep taking signals and painting.
+                        await asyncio.to_thread(opened.close)
+                    else:
+                        opened.close()
                 except Exception:
                     log.exception("closing the %s failed", store.strip("_"))
         if self._owns_model:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 from agents.redaction import redact
@@ -24,7 +25,9 @@ class QuietFileHandler(logging.FileHandler):
     should read. The log is for diagnosis; what went wrong is said where it happened."""
 
     def handleError(self, record: logging.LogRecord) -> None:
-        pass
+        # Only the file failing; a record that cannot be formatted is our bug: say it.
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handleError(record)
 
 
 def configure_logging(home: Path, *, level: int = logging.INFO) -> Path:
