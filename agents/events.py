@@ -171,6 +171,10 @@ class Retrying:
     delay: float
     reason: str
 
+    def notice(self) -> str:
+        """What a person is told of it (TUI notification, the CLI's line on a terminal)."""
+        return retry_notice(self.reason, self.delay, self.attempt)
+
 
 @dataclass(frozen=True)
 class ApprovalRequested:
@@ -270,6 +274,10 @@ def note_for(event: EngineEvent) -> str | None:
     if isinstance(event, TurnFailed):
         return f"⚠ {event.message}"
     return None
+
+
+def retry_notice(reason: str, delay: float, attempt: int) -> str:
+    return f"{reason} Retrying in {delay:.1f}s (attempt {attempt})."
 
 
 async def outcome(

@@ -41,6 +41,7 @@ from agents.events import (
     TurnResult,
     note_for,
     outcome,
+    retry_notice,
 )
 from agents.logging_setup import configure_logging
 from agents.redaction import redact
@@ -130,6 +131,7 @@ __all__ = [
     "person_name",
     "quoted",
     "redact",
+    "retry_notice",
     "safe_json",
     "undecodable_bytes",
     "validate_thread_id",

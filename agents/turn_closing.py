@@ -72,8 +72,8 @@ def turn_failure_text(exc: Exception) -> str:
     if isinstance(exc, sqlite3.DatabaseError):
         if is_full(exc):
             return (
-                f"A ShopBot database could not be written: the disk is full ({exc}). Free "
-                "some space on it and send your message again."
+                f"A ShopBot database could not be written: the disk is full ({exc}); your "
+                "message is saved. Free some space on it, then carry on."
             )
         why = "is locked by another program" if is_busy(exc) else f"could not be used ({exc})"
         return (

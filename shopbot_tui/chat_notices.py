@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agents.facade import redact
+from agents.facade import redact, retry_notice
 
 if TYPE_CHECKING:
     from textual.widget import Widget
@@ -60,7 +60,7 @@ class ChatNotices:
 
     def provider_retrying(self, message: ProviderRetrying) -> None:
         self._screen.notify(
-            f"{message.reason} Retrying in {message.delay:.1f}s (attempt {message.attempt}).",
+            retry_notice(message.reason, message.delay, message.attempt),
             title="Model provider busy",
             severity="warning",
             markup=False,

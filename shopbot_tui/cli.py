@@ -192,6 +192,8 @@ MAX_STDIN_BYTES = 1 << 20
 def _message_from_stdin() -> str:
     """`shopbot chat THREAD -`: the message from stdin, whole (an e-mail, a file); its bytes
     decoded as argv's are, so what is not UTF-8 is counted and said the same way."""
+    if sys.stdin is None:  # started with stdin closed (`<&-`)
+        raise UsageError("MESSAGE is - but stdin is closed: give the message, or pipe it in.")
     data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
     if len(data) > MAX_STDIN_BYTES:
         raise UsageError(
@@ -208,7 +210,7 @@ def _retry_notes(event: EngineEvent) -> None:
     from agents.facade import Retrying
 
     if isinstance(event, Retrying) and sys.stderr.isatty():
-        _say(f"{event.reason} Retrying in {event.delay:.1f}s (attempt {event.attempt}).")
+        _say(event.notice())
 
 
 async def _with_engine(

@@ -679,3 +679,18 @@ def test_a_message_of_dash_is_read_from_stdin(tmp_path: Path) -> None:
     odd = run_with_stdin(tmp_path, b"Where is ORD-002? \xff\xfe", "chat", "in4", "-")
     assert odd.returncode == 0, odd.stderr
     assert b"2 byte(s) of MESSAGE were not UTF-8" in odd.stderr
+
+
+def test_a_message_of_dash_with_stdin_closed_says_so(tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["sh", "-c", f'exec "{SHOPBOT}" chat c1 - <&-'],
+        capture_output=True,
+        text=True,
+        env=environ_for(tmp_path),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert one_line_error(done) == (
+        "shopbot: MESSAGE is - but stdin is closed: give the message, or pipe it in."
+    )

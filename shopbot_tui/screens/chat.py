@@ -62,7 +62,7 @@ class ChatScreen(Screen[None]):
     # Its stylesheet, chat.tcss, is the app's CSS_PATH: this is the app's default screen.
     AUTO_FOCUS = "#message"
     # Below this many columns the side panel (38 of them) is hidden, so a reply gets the
-    # width; ctrl+b still shows it. (Not a ClassVar: Textual declares it as an attribute.)
+    # width; ctrl+b still shows it. (Not annotated ClassVar: see ThreadsScreen.)
     HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
         (0, "-narrow"),
         (NARROW_BELOW, "-wide"),

@@ -71,7 +71,7 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
 
     CSS_PATH = "threads.tcss"
     AUTO_FOCUS = "#threads"
-    # (Not a ClassVar: Textual declares it as an attribute.)
+    # (Not annotated ClassVar: mypy reads Textual's `ClassVar[...] | None` as an attribute.)
     VERTICAL_BREAKPOINTS = [  # noqa: RUF012
         (0, "-short"),
         (SHORT_BELOW, "-tall"),
