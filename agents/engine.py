@@ -465,11 +465,12 @@ class ShopBotEngine:
             yield failure
         with self._cut_noted(thread_id, agent):
             result = await self._finish(thread_id, done, failure, agent, paused=paused)
-        # Last, once the turn is recorded: a pruning cut short ends no turn.
-        await self._prune(result)
         if result.pending is not None:
             yield ApprovalRequested(result.pending)
         yield TurnFinished(result)
+        # Last, once the turn is recorded and told: a pruning cut short (a signal, the app
+        # closing) ends no turn and hides no outcome.
+        await self._prune(result)
 
     async def _failure(self, thread_id: str, exc: Exception) -> TurnFailed:
         """What broke the turn, for the person: a damaged store by name, else no internals."""

@@ -19,7 +19,7 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -203,14 +203,29 @@ def _message_from_stdin() -> str:
     return data.decode("utf-8", errors="surrogateescape")
 
 
-def _retry_notes(event: EngineEvent) -> None:
-    """A provider retry, said on stderr as it happens when stderr is a terminal: a person
+async def _turn_result(events: AsyncIterator[EngineEvent]) -> TurnResult:
+    """How the turn ended, reported even when a stop signal lands after it ended (while the
+    engine tidies up): a script told "terminated" would send a finished turn again. A
+    provider retry is said on stderr as it happens when stderr is a terminal: a person
     would otherwise wait up to two minutes in silence (a script reading a pipe gets only
     the one line of a failure)."""
-    from agents.facade import Retrying
+    from agents.facade import Retrying, TurnFinished
 
-    if isinstance(event, Retrying) and sys.stderr.isatty():
-        _say(event.notice())
+    ended: list[TurnResult] = []
+
+    def watch(event: EngineEvent) -> None:
+        if isinstance(event, Retrying) and sys.stderr.isatty():
+            _say(event.notice())
+        elif isinstance(event, TurnFinished):
+            ended.append(event.result)
+
+    try:
+        return await outcome(events, watch)
+    except asyncio.CancelledError:
+        if not ended or (task := asyncio.current_task()) is None:
+            raise
+        task.uncancel()  # the stop came too late to stop anything: finish normally
+        return ended[0]
 
 
 async def _with_engine(
@@ -221,18 +236,22 @@ async def _with_engine(
     loop, task = asyncio.get_running_loop(), asyncio.current_task()
     assert task is not None
     stopped_by: list[int] = []
+    acted: list[int] = []  # the action's exit code, once it has one
 
     def stop(signum: int) -> None:
         # Cancelled once: a second signal must not cut short the recording of the first.
+        # Once the action is done (its outcome printed), closing is left to finish.
         if not stopped_by:
             stopped_by.append(signum)
-            task.cancel()
+            if not acted:
+                task.cancel()
 
     for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, stop, signum)
     try:
         async with ShopBotEngine(settings) as engine:
-            return await action(engine)
+            acted.append(await action(engine))
+        return acted[0]
     except asyncio.CancelledError:
         if stopped_by:
             raise Terminated(stopped_by[0]) from None
@@ -314,9 +333,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         async def chat(engine: ShopBotEngine) -> int:
             code = _print_result(
-                await outcome(
-                    engine.run_turn(args.thread_id, args.message, customer=customer),
-                    _retry_notes,
+                await _turn_result(
+                    engine.run_turn(args.thread_id, args.message, customer=customer)
                 ),
                 args.json,
             )
@@ -330,7 +348,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         async def resume(engine: ShopBotEngine) -> int:
             return _print_result(
-                await outcome(engine.resume(args.thread_id, args.decision), _retry_notes), args.json
+                await _turn_result(engine.resume(args.thread_id, args.decision)), args.json
             )
 
         return _run(settings, resume)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import io
 import json
 import logging
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -181,3 +183,30 @@ def test_a_log_file_that_cannot_be_written_prints_no_traceback(
         if file is not None:
             handler.setStream(file)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("when", ["_prune", "aclose"])
+def test_a_stop_signal_after_the_turn_ended_hides_nothing(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    # SIGTERM lands while the engine tidies up (pruning, closing): the turn is done and
+    # stored, so it is reported as such; "terminated" would make a script send it again.
+    from agents.engine import ShopBotEngine
+
+    tidy = getattr(ShopBotEngine, when)
+
+    async def signalled(self: ShopBotEngine, *args: Any) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.sleep(0)  # the handler runs (the loop reads the signal) before going on
+        await asyncio.sleep(0)
+        await tidy(self, *args)
+
+    monkeypatch.setattr(ShopBotEngine, when, signalled)
+    code = main(["chat", "s1", "Where is ORD-002?", "--customer", "Sam", "--offline", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["status"] == "done" and "In Transit" in json.loads(out)["reply"]
+    assert err == ""
+    assert main(["threads", "--json"]) == 0
+    threads = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(t["thread_id"], t["status"]) for t in threads] == [("s1", "idle")]
