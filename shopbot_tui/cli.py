@@ -74,9 +74,11 @@ class _Parser(argparse.ArgumentParser):
         # One line, not argparse's usage dump; argparse quotes arguments raw ("unrecognized
         # arguments: ...") or with repr(), so the line goes through `visible_line` too, and
         # whole (a 10 KB argument): cut to what a person reads.
+        # (Cut once made visible: a control character shows as several.)
+        message = visible_line(message)
         if len(message) > MAX_ERROR_CHARS:
             message = f"{message[:MAX_ERROR_CHARS]}…"
-        self.exit(EXIT_USAGE, f"shopbot: {visible_line(message)} (see `shopbot --help`)\n")
+        self.exit(EXIT_USAGE, f"shopbot: {message} (see `shopbot --help`)\n")
 
 
 def _audit_limit(text: str) -> int:
