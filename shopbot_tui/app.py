@@ -134,7 +134,7 @@ class ShopBotApp(App[int]):
             super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
             return
         text = Content.from_markup(message) if markup else Content(message)
-        dialog.show_notice(text, title=title, severity=severity)
+        dialog.show_notice(text, title=title, severity=severity, timeout=timeout)
 
     async def on_unmount(self) -> None:
         if self.engine is not None:

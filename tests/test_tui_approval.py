@@ -440,3 +440,28 @@ async def test_a_notification_shows_once_and_never_over_the_dialog(
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
         assert "Not sent" not in frame_text(app)
+
+
+async def test_notices_in_the_dialog_keep_an_error_readable_and_go_in_time(
+    tmp_path: Path,
+) -> None:
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await dialog_after(pilot, "Refund ORD-005 please, the speaker crackles")
+        notice = screen.query_one("#approval-notice")
+        app.notify("The export failed: disk full.", severity="error", timeout=60)
+        app.notify("Copied the last reply.", timeout=0.2)  # a lesser notice, said just after
+        await pilot.pause()
+        said = visible_text(notice)
+        assert "disk full" in said and "Copied" in said  # the error is not pushed out
+        assert notice.has_class("-error")  # styled as the gravest of the two
+        # Each goes when its time is up, as a toast would; the error stays until then.
+        await wait_until(pilot, lambda: "Copied" not in visible_text(notice), "the copy notice")
+        assert "disk full" in visible_text(notice) and notice.display
+        app.notify("Thread t-other has a new reply.", timeout=0.1)
+        app.notify("Thread t-third has a new reply.", timeout=0.1)
+        await pilot.pause()
+        # Two at most: the newest pair.
+        assert "disk full" not in visible_text(notice)
+        await wait_until(pilot, lambda: not notice.display, "every notice to go")

@@ -98,6 +98,11 @@ def _facts(request: ApprovalRequest) -> list[tuple[str, str]]:
     return facts
 
 
+# Notifications said at once in the dialog, at most; and their severities, mildest first.
+NOTICES_SHOWN = 2
+SEVERITIES = ("information", "warning", "error")
+
+
 class ApprovalScreen(ModalScreen[str | None]):
     """Dismissed with the chosen option, or None when the person decides later."""
 
@@ -135,8 +140,10 @@ class ApprovalScreen(ModalScreen[str | None]):
         self._chosen_with = ""
         self._chosen_at = 0.0
         self._arm_timer: Timer | None = None
-        # The latest notification while the dialog is up (`show_notice`), said in the dialog.
-        self._notice: tuple[Content, str] | None = None
+        # Notifications while the dialog is up (`show_notice`), said in the dialog, newest
+        # last: (number, text, severity); each goes when its time is up, as a toast would.
+        self._notices: list[tuple[int, Content, str]] = []
+        self._notices_said = 0
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -177,25 +184,46 @@ class ApprovalScreen(ModalScreen[str | None]):
                 )
         yield Footer()
 
-    def show_notice(self, message: str | Content, *, title: str = "", severity: str) -> None:
+    def show_notice(
+        self,
+        message: str | Content,
+        *,
+        title: str = "",
+        severity: str,
+        timeout: float | None = None,
+    ) -> None:
         """Say a notification in the dialog, above the options, instead of in a toast: a
         toast here covers the details or the options in a small terminal, and shows again
-        on the chat below through the dialog's translucent backdrop. Newest one wins."""
+        on the chat below through the dialog's translucent backdrop. The last two show, each
+        for `timeout` seconds (the app's notification timeout by default), as toasts do: a
+        "copied" must not push an error out before it is read, nor stay for ever."""
         text = message if isinstance(message, Content) else Content(message)
         if title:
             text = Content.assemble((title, "bold"), ": ", text)
-        self._notice = (text, severity)
+        self._notices_said += 1
+        number = self._notices_said
+        self._notices = [*self._notices[-(NOTICES_SHOWN - 1) :], (number, text, severity)]
+        self.set_timer(
+            self.app.NOTIFICATION_TIMEOUT if timeout is None else timeout,
+            lambda: self._expire(number),
+        )
+        if self.is_mounted:
+            self._show_notice()
+
+    def _expire(self, number: int) -> None:
+        self._notices = [notice for notice in self._notices if notice[0] != number]
         if self.is_mounted:
             self._show_notice()
 
     def _show_notice(self) -> None:
         notice = self.query_one("#approval-notice", Static)
-        if self._notice is None:
+        if not self._notices:
             notice.display = False
             return
-        text, severity = self._notice
+        # Styled as the gravest of what it says.
+        severity = max((s for _, _, s in self._notices), key=SEVERITIES.index)
         notice.set_classes(f"-{severity}")
-        notice.update(text)
+        notice.update(Content("\n").join(text for _, text, _ in self._notices))
         notice.display = True
 
     def _facts_content(self) -> Content:
