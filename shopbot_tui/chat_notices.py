@@ -6,6 +6,8 @@ are text, and "[b]" in a customer's name must not turn bold.
 
 from __future__ import annotations
 
+from math import inf
+from time import monotonic
 from typing import TYPE_CHECKING
 
 from agents.facade import redact, retry_notice
@@ -34,6 +36,9 @@ class ChatNotices:
 
     def __init__(self, screen: Widget) -> None:
         self._screen = screen
+        # When "still pending" was last said: its toast may still show (hidden under a
+        # dialog reopened meanwhile, back with it), and a second would stack on it.
+        self._pending_said_at = -inf
 
     def not_sent(self, reason: str) -> None:
         self._screen.notify(reason, title="Not sent", severity="warning", markup=False)
@@ -100,6 +105,10 @@ class ChatNotices:
         )
 
     def decision_still_pending(self) -> None:
+        now = monotonic()
+        if now - self._pending_said_at < self._screen.app.NOTIFICATION_TIMEOUT:
+            return
+        self._pending_said_at = now
         self._screen.notify("The decision is still pending: ctrl+r opens it again.")
 
     def decision_not_sent(self, thread_id: str) -> None:

@@ -194,6 +194,22 @@ async def test_message_while_decision_pending_reopens_the_modal(tmp_path: Path) 
         assert "decision: escalate" in notes(app)
 
 
+async def test_still_pending_is_said_once_while_its_toast_shows(tmp_path: Path) -> None:
+    app = make_app(tmp_path, customer="Sam")
+    app.NOTIFICATION_TIMEOUT = 60  # the toast outlives the test, however slow
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, REFUND)
+        await pilot.press("escape")  # later: "still pending"
+        await settle(pilot)
+        await send(pilot, "hello?")  # the dialog opens again (the toast hides under it)
+        assert isinstance(app.screen, ApprovalScreen)
+        await pilot.press("escape")  # later again: its toast is back, not a second one
+        await settle(pilot)
+        pending = [n for n in iter_notices(app, "information") if "still pending" in n]
+        assert len(pending) == 1
+
+
 @asynccontextmanager
 async def refund_dialog(
     tmp_path: Path,
