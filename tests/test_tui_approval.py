@@ -29,6 +29,7 @@ from tests.test_tui_helpers import (
     iter_notices,
     make_app,
     notes,
+    painted_text,
     replies,
     send,
     settle,
@@ -481,3 +482,23 @@ async def test_notices_in_the_dialog_keep_an_error_readable_and_go_in_time(
         # Two at most: the newest pair.
         assert "disk full" not in visible_text(notice)
         await wait_until(pilot, lambda: not notice.display, "every notice to go")
+
+
+async def test_a_long_summary_wraps_under_its_value_not_under_the_labels(tmp_path: Path) -> None:
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=(70, 30)) as pilot:
+        await settle(pilot)
+        screen = await dialog_after(pilot, COMPLAINT)
+        await pilot.pause()
+        facts = screen.query_one("#approval-facts")
+        lines = painted_text(app, facts).splitlines()
+        first = next(i for i, line in enumerate(lines) if line.lstrip().startswith("Summary"))
+        value_at = lines[first].index("Summary") + len("Summary")
+        value_at += len(lines[first][value_at:]) - len(lines[first][value_at:].lstrip())
+        rest = [line for line in lines[first + 1 :] if line.strip()]
+        assert rest, "the summary should wrap at 70 columns"
+        for line in rest:  # each following line starts where the value starts
+            assert line[:value_at].strip() == "" and line[value_at] != " ", lines
+        summary = screen.request.payload["issue_summary"]
+        shown = " ".join([lines[first][value_at:].strip(), *(line.strip() for line in rest)])
+        assert shown == " ".join(summary.split())

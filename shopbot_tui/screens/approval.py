@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Static
@@ -98,6 +99,33 @@ def _facts(request: ApprovalRequest) -> list[tuple[str, str]]:
     return facts
 
 
+LABEL_WIDTH = 10
+
+
+class Facts(Static):
+    """What is asked, a label and a value a line; a long value (a complaint's summary) wraps
+    under its value, not under the labels."""
+
+    def __init__(self, facts: list[tuple[str, str]], *, id: str) -> None:
+        super().__init__(id=id, markup=False)
+        self._facts = facts
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._lines(width))
+
+    def render(self) -> Content:
+        return Content("\n").join(self._lines(self.content_region.width or 70))
+
+    def _lines(self, width: int) -> list[Content]:
+        wrap_at = max(width - LABEL_WIDTH, 10)
+        lines: list[Content] = []
+        for label, value in self._facts:
+            wrapped = Content.styled(visible(value), "bold").wrap(wrap_at) or [Content("")]
+            lines.append(Content.assemble((f"{label:<{LABEL_WIDTH}}", "dim"), wrapped[0]))
+            lines.extend(Content.assemble(" " * LABEL_WIDTH, line) for line in wrapped[1:])
+        return lines
+
+
 # Notifications said at once in the dialog, at most; and their severities, mildest first.
 NOTICES_SHOWN = 2
 SEVERITIES = ("information", "warning", "error")
@@ -155,7 +183,7 @@ class ApprovalScreen(ModalScreen[str | None]):
             dialog.border_subtitle = Content(f"thread {request.thread_id}")
             with VerticalScroll(id="approval-body"):
                 yield Static(Content(visible(headline(request))), id="approval-message")
-                yield Static(self._facts_content(), id="approval-facts")
+                yield Facts(_facts(self.request), id="approval-facts")
                 yield Static(Content("Checks that led here"), classes="section-title")
                 yield Static(self._gates_content(), id="approval-gates")
             with Vertical(id="approval-footer"):
@@ -225,13 +253,6 @@ class ApprovalScreen(ModalScreen[str | None]):
         notice.set_classes(f"-{severity}")
         notice.update(Content("\n").join(text for _, text, _ in self._notices))
         notice.display = True
-
-    def _facts_content(self) -> Content:
-        rows = [
-            Content.assemble((f"{label:<10}", "dim"), (visible(value), "bold"))
-            for label, value in _facts(self.request)
-        ]
-        return Content("\n").join(rows)
 
     def _gates_content(self) -> Content:
         gates = self.request.payload.get("gates") or []
