@@ -96,13 +96,20 @@ class Broken:
         return self._store(events)
 
 
-def test_a_failed_write_is_tried_again_with_what_came_since_and_nothing_is_lost(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+def writer_on_a_broken_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, retry_seconds: float
+) -> tuple[AuditLog, Broken, AuditWriter]:
+    """An audit log whose `append_many` is `Broken` (failing until told), and its writer."""
     audit = AuditLog(tmp_path / "audit.sqlite")
     store = Broken(audit)
     monkeypatch.setattr(audit, "append_many", store)
-    writer = AuditWriter(audit, retry_seconds=0.01)
+    return audit, store, AuditWriter(audit, retry_seconds=retry_seconds)
+
+
+def test_a_failed_write_is_tried_again_with_what_came_since_and_nothing_is_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    audit, store, writer = writer_on_a_broken_log(tmp_path, monkeypatch, retry_seconds=0.01)
     with caplog.at_level(logging.WARNING, logger="shopbot.audit"):
         writer.append("turn_started", thread_id="full", detail={"n": 0})
         writer.flush()  # returns once the write failed
@@ -146,10 +153,8 @@ def test_a_retry_never_writes_twice_what_a_partial_write_stored(
 def test_closing_tries_once_more_then_logs_what_is_left(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    audit = AuditLog(tmp_path / "audit.sqlite")
-    store = Broken(audit)
-    monkeypatch.setattr(audit, "append_many", store)
-    writer = AuditWriter(audit, retry_seconds=60)  # no retry on its own during the test
+    # No retry on its own during the test.
+    audit, store, writer = writer_on_a_broken_log(tmp_path, monkeypatch, retry_seconds=60)
     with caplog.at_level(logging.ERROR, logger="shopbot.audit"):
         writer.append("escalated", thread_id="c", detail={"reason": "over the limit"})
         writer.flush()
