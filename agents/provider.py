@@ -64,36 +64,49 @@ def retry_delay(exc: BaseException, attempt: int, budget: RetryBudget) -> float 
     return backoff * random.uniform(0.8, 1.2)
 
 
-def describe_failure(exc: BaseException, *, deadline: float | None = None) -> str:
-    """One line for the customer-facing error: what failed, never a stack trace or a key."""
+def describe_failure(
+    exc: BaseException, *, deadline: float | None = None, retrying: bool = False
+) -> str:
+    """One line for the customer-facing error: what failed, never a stack trace or a key.
+    `retrying`: only what failed, without what to do about it ("try again later" read oddly
+    beside "Retrying in 0.5s": ShopBot is the one trying again)."""
+    what, advice = _failure_parts(exc, deadline)
+    return f"{what}." if retrying or not advice else f"{what}; {advice}."
+
+
+def _failure_parts(exc: BaseException, deadline: float | None) -> tuple[str, str]:
+    """What failed, and what the person can do about it ("" when nothing)."""
     if isinstance(exc, TimeoutError):
         within = f" within {deadline:g} s" if deadline is not None else ""
-        return f"The model provider did not finish its answer{within}; try again later."
+        return f"The model provider did not finish its answer{within}", "try again later"
     if isinstance(exc, httpx.HTTPStatusError):
         status = exc.response.status_code
         if status in (401, 403):
-            return f"The model provider refused the API key (HTTP {status}); check MISTRAL_API_KEY."
+            return (
+                f"The model provider refused the API key (HTTP {status})",
+                "check MISTRAL_API_KEY",
+            )
         if status == 429:
-            return "The model provider is rate limiting us (HTTP 429); try again in a moment."
+            return "The model provider is rate limiting us (HTTP 429)", "try again in a moment"
         if status >= 500:
-            return f"The model provider is unavailable (HTTP {status}); try again later."
-        return f"The model provider rejected the request (HTTP {status})."
+            return f"The model provider is unavailable (HTTP {status})", "try again later"
+        return f"The model provider rejected the request (HTTP {status})", ""
     if isinstance(exc, UnreadableReply):
         return (
-            "The model provider's answer could not be read (not a Mistral reply); "
-            "check MISTRAL_BASE_URL."
+            "The model provider's answer could not be read (not a Mistral reply)",
+            "check MISTRAL_BASE_URL",
         )
     if isinstance(exc, httpx.TimeoutException):
-        return "The model provider did not answer in time; try again later."
+        return "The model provider did not answer in time", "try again later"
     if isinstance(exc, httpx.ConnectError | httpx.ProxyError | httpx.UnsupportedProtocol):
-        return "The model provider cannot be reached; check the network or MISTRAL_BASE_URL."
+        return "The model provider cannot be reached", "check the network or MISTRAL_BASE_URL"
     if isinstance(exc, httpx.TransportError):
         # Reached, then cut off (a dropped stream, a reset): not a matter of the address.
         return (
-            "The model provider closed the connection before its answer was complete; "
-            "try again later."
+            "The model provider closed the connection before its answer was complete",
+            "try again later",
         )
-    return f"The model call failed ({type(exc).__name__})."
+    return f"The model call failed ({type(exc).__name__})", ""
 
 
 def _is_provider_failure(exc: BaseException) -> bool:
@@ -177,7 +190,7 @@ async def call_model(
                     agent=agent,
                     attempt=attempt,
                     delay=round(delay, 2),
-                    reason=describe_failure(exc),
+                    reason=describe_failure(exc, retrying=True),
                 ),
             )
             await asyncio.sleep(delay)

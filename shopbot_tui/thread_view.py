@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from agents.facade import visible
+from agents.facade import redact, visible
 from shopbot_tui.live_reply import LiveReply
 from shopbot_tui.messages import (
     LiveReport,
@@ -82,8 +82,9 @@ class ThreadView:
         return True
 
     async def show_sent(self, text: str, customer: str | None) -> None:
-        """The customer's message the engine took."""
-        await self._log().mount(CustomerMessage(visible(text).strip(), customer))
+        """The customer's message the engine took, as it took it: a pasted API key or token
+        redacted (the transcript, the model and a reopened thread never see it either)."""
+        await self._log().mount(CustomerMessage(redact(visible(text).strip()), customer))
 
     def scroll_to_end(self) -> None:
         self._log().scroll_end(animate=False, immediate=True)

@@ -78,6 +78,20 @@ def test_failures_are_described_in_one_safe_line() -> None:
     assert "could not be read" in describe_failure(UnreadableReply("<html>"))
 
 
+def test_a_retried_failure_says_what_failed_and_asks_nothing_of_the_person() -> None:
+    # Shown beside "Retrying in 0.5s": "try again later" read as the person's job.
+    assert describe_failure(status_error(429)) == (
+        "The model provider is rate limiting us (HTTP 429); try again in a moment."
+    )
+    assert describe_failure(status_error(429), retrying=True) == (
+        "The model provider is rate limiting us (HTTP 429)."
+    )
+    cut = httpx.RemoteProtocolError("peer closed connection without sending complete message")
+    for exc in (status_error(503), cut, UnreadableReply("<html>"), httpx.ReadTimeout("slow")):
+        said = describe_failure(exc, retrying=True)
+        assert said.endswith(".") and ";" not in said and "try again" not in said
+
+
 def test_dialogue_view_drops_tool_traffic_and_ends_on_the_customer() -> None:
     messages = [
         AIMessage(content="Welcome!"),

@@ -29,6 +29,7 @@ from shopbot_tui.app import ShopBotApp
 from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage, SystemNote
+from tests.engine_support import FAST_RETRY
 from tests.fakes.failing_models import service_unavailable
 
 SIZE = (120, 40)
@@ -71,6 +72,25 @@ def make_app(
 
     def factory() -> ShopBotEngine:
         return engine_class(settings, model=model or OfflineDemoModel(), retry=retry)
+
+    return RecordingApp(settings, thread_id=thread_id, customer=customer, engine_factory=factory)
+
+
+def mistral_app(
+    home: Path,
+    *,
+    thread_id: str | None = "t-test",
+    customer: str | None = "Alex",
+    retry: RetryBudget = FAST_RETRY,
+) -> RecordingApp:
+    """The app as a person runs it with a key: settings from the environment (the
+    `fake_mistral` fixture points MISTRAL_BASE_URL and MISTRAL_API_KEY at the fake) and the
+    engine's own ChatMistralAI client; only the retry waits are shortened."""
+    settings = Settings.from_env(home=home)
+    assert not settings.offline, "use the fake_mistral fixture"
+
+    def factory() -> ShopBotEngine:
+        return ShopBotEngine(settings, retry=retry)
 
     return RecordingApp(settings, thread_id=thread_id, customer=customer, engine_factory=factory)
 

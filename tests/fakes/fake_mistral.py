@@ -1321,6 +1321,13 @@ class FakeMistralServer:
         return self._of_kind("fault", "disconnected")
 
     @property
+    def received(self) -> int:
+        """Number of requests whose body has been read, including those still waiting
+        (``latency``) or streaming: :attr:`requests` records a request only once answered."""
+        with self._lock:
+            return self._seq
+
+    @property
     def served(self) -> int:
         """Number of requests answered successfully (HTTP 200)."""
         with self._lock:
