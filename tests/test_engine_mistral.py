@@ -445,3 +445,19 @@ async def test_a_timeout_is_named_in_the_audit_log(
         assert turn.result.status == "error"
         errors = [e.detail for e in audit_of(engine, "to") if e.kind == "provider_error"]
         assert errors[0]["error"].startswith("ReadTimeout")
+
+
+async def test_a_key_the_model_repeats_is_kept_out_of_the_reply_and_every_store(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    # A proxy that leaked the key into the conversation, and a model that repeats it.
+    fake_mistral.script(text(f"Your key is {FAKE_API_KEY}, keep it safe."))
+    async with open_engine(tmp_path, offline=False) as engine:
+        turn = await say(engine, "leak", "Hi", "Alex")
+        assert turn.result.status == "done"
+        assert FAKE_API_KEY not in turn.result.reply and "keep it safe" in turn.result.reply
+        assert all(FAKE_API_KEY not in line.text for line in engine.transcript("leak"))
+        assert all(FAKE_API_KEY not in str(m.content) for m in await history(engine, "leak"))
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert FAKE_API_KEY.encode() not in path.read_bytes(), path
