@@ -270,7 +270,7 @@ def note_for(event: EngineEvent) -> str | None:
     if isinstance(event, RefundPaid):
         return f"refund paid: {event.order_id}, ${event.amount} (reference {event.reference})"
     if isinstance(event, Retrying):
-        return f"provider busy, retrying in {event.delay:.1f}s ({event.reason})"
+        return f"model provider failed, retrying in {event.delay:.1f}s ({event.reason})"
     if isinstance(event, TurnFailed):
         return f"⚠ {event.message}"
     return None

@@ -66,7 +66,7 @@ class ChatNotices:
     def provider_retrying(self, message: ProviderRetrying) -> None:
         self._screen.notify(
             retry_notice(message.reason, message.delay, message.attempt),
-            title="Model provider busy",
+            title="Model provider failed, retrying",
             severity="warning",
             markup=False,
         )

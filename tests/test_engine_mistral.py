@@ -458,6 +458,9 @@ async def test_a_key_the_model_repeats_is_kept_out_of_the_reply_and_every_store(
         assert FAKE_API_KEY not in turn.result.reply and "keep it safe" in turn.result.reply
         assert all(FAKE_API_KEY not in line.text for line in engine.transcript("leak"))
         assert all(FAKE_API_KEY not in str(m.content) for m in await history(engine, "leak"))
-    for path in tmp_path.rglob("*"):
-        if path.is_file():
-            assert FAKE_API_KEY.encode() not in path.read_bytes(), path
+    assert not files_holding(tmp_path, FAKE_API_KEY)
+
+
+def files_holding(home: Path, secret: str) -> list[Path]:
+    """The files under `home` whose bytes hold `secret`."""
+    return [p for p in home.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]

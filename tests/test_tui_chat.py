@@ -283,7 +283,7 @@ async def test_provider_error_is_a_notification_and_the_thread_survives(tmp_path
             ("note", notes(app)[1]),
             ("note", notes(app)[2]),
         ]
-        assert notes(app)[1].startswith("provider busy, retrying in")
+        assert notes(app)[1].startswith("model provider failed, retrying in")
         assert notes(app)[2].startswith("⚠ The model provider is unavailable (HTTP 503)")
         assert "provider_error" in audit_kinds(app, "t-test")
         # Still usable: the next message is taken (and fails the same way, cleanly).

@@ -79,7 +79,7 @@ async def test_a_rate_limit_is_said_and_the_reply_arrives_whole(
         # ShopBot tries again itself: the notice asks nothing of the person ("try again in
         # a moment" stood beside "Retrying in 0.1s").
         assert list(iter_notices(app, "warning")) == [
-            "Model provider busy: The model provider is rate limiting us (HTTP 429). "
+            "Model provider failed, retrying: The model provider is rate limiting us (HTTP 429). "
             "Retrying in 0.1s (attempt 1)."
         ]
         assert not list(iter_notices(app, "error"))
@@ -89,7 +89,8 @@ async def test_a_rate_limit_is_said_and_the_reply_arrives_whole(
             ("assistant", HELLO),
         ]
         assert notes(app)[1] == (
-            "provider busy, retrying in 0.1s (The model provider is rate limiting us (HTTP 429).)"
+            "model provider failed, retrying in 0.1s (The model provider is rate limiting us"
+            " (HTTP 429).)"
         )
         assert stored(app) == transcript_on_screen(app)[1:]
         # The next request carries the whole exchange, once.
