@@ -25,7 +25,7 @@ from agents.audit_log import AuditLog
 from agents.audit_writer import AuditWriter
 from agents.checkpoints import StoredStateUnreadable, open_checkpoints
 from agents.context import RetryBudget, ShopContext
-from agents.errors import DecisionPending, InputError
+from agents.errors import DecisionPending, InputError, NothingPending
 from agents.events import (
     AgentChanged,
     ApprovalDecided,
@@ -212,6 +212,12 @@ class ShopBotEngine:
         """The decision this thread waits for, if any (it survives restarts)."""
         return self._pending(thread_id, await self._snapshot(thread_id))
 
+    def answering_elsewhere(self, thread_id: str) -> bool:
+        """Whether another process (a window, a `shopbot` command) runs a turn of
+        `thread_id` now: its stored state is then not final (a decision it shows pending
+        may be being answered), and a message or decision here would be refused."""
+        return self._guard.held_elsewhere(thread_id)
+
     async def active_agent(self, thread_id: str) -> str:
         return active_in(await self._snapshot(thread_id))
 
@@ -288,7 +294,9 @@ class ShopBotEngine:
             before = await self._snapshot(thread_id)
             pending = self._pending(thread_id, before)
             if pending is None:
-                raise InputError(f"Thread {thread_id} has no decision pending; nothing to resume.")
+                raise NothingPending(
+                    f"Thread {thread_id} has no decision pending; nothing to resume."
+                )
             choice = decision.strip().lower()
             if choice not in pending.options:
                 what = pending.kind.replace("_", " ")

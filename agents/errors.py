@@ -11,6 +11,16 @@ class ConfigurationError(InputError):
     """An environment variable ShopBot cannot use; the message names it (never its value)."""
 
 
+class BusyElsewhere(InputError):
+    """The thread is answering a message in another process (another window, a `shopbot`
+    command): nothing was done here, and the other turn's outcome shows once it is stored."""
+
+
+class NothingPending(InputError):
+    """A decision for a thread that waits for none: answered already (another window,
+    `shopbot resume`) or never asked. Nothing was done."""
+
+
 class DecisionPending(InputError):
     """A new message for a thread that waits for a decision; `request` is that decision
     (another front may have asked it: the person here may not have seen it yet)."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.audit_log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery, normalise_ts
 from agents.audit_log import MAX_PAGE as MAX_AUDIT_PAGE
-from agents.errors import InputError
+from agents.errors import BusyElsewhere, InputError, NothingPending
 from agents.events import (
     AGENT_TITLES,
     AGENTS,
@@ -98,6 +98,7 @@ __all__ = [
     "AuditEvent",
     "AuditLog",
     "AuditQuery",
+    "BusyElsewhere",
     "ChatLine",
     "EngineEvent",
     "Escalated",
@@ -106,6 +107,7 @@ __all__ = [
     "InputError",
     "LimitReached",
     "MessageRejected",
+    "NothingPending",
     "ReplyDone",
     "Retrying",
     "Settings",

@@ -278,17 +278,27 @@ class ThreadRegistry(SqliteStore):
                 "SELECT host, pid, owner, expires_at FROM turn_leases WHERE thread_id = ?",
                 (thread_id,),
             ).fetchone()
-            if row is not None and row["owner"] != owner:
-                stale = row["expires_at"] < now or (
-                    row["host"] == host and not _process_alive(row["pid"])
-                )
-                if not stale:
-                    return False
+            if row is not None and row["owner"] != owner and _live(row, host, now):
+                return False
             conn.execute(
                 "INSERT OR REPLACE INTO turn_leases VALUES (?, ?, ?, ?, ?)",
                 (thread_id, host, os.getpid(), owner, now + LEASE_SECONDS),
             )
         return True
+
+    def turn_held_elsewhere(self, thread_id: str, owner: str) -> bool:
+        """Whether a live lease of another owner than `owner` holds the thread's turn (a
+        window reading it then must not take its stored state as final)."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT host, pid, owner, expires_at FROM turn_leases WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchone()
+        return (
+            row is not None
+            and row["owner"] != owner
+            and _live(row, socket.gethostname(), time.time())
+        )
 
     def renew_turn(self, thread_id: str, owner: str) -> bool:
         """Push `owner`'s lease another `LEASE_SECONDS` on; False when it is not theirs."""
@@ -321,6 +331,13 @@ def _info(row: sqlite3.Row) -> ThreadInfo:
         status=cast(ThreadStatus, row["status"]),
         turns=row["turns"],
     )
+
+
+def _live(lease: sqlite3.Row, host: str, now: float) -> bool:
+    """A lease neither expired nor left by a process of this host that is gone."""
+    if lease["expires_at"] < now:
+        return False
+    return lease["host"] != host or _process_alive(lease["pid"])
 
 
 def _process_alive(pid: int) -> bool:

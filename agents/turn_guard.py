@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-from agents.errors import InputError
+from agents.errors import BusyElsewhere, InputError
 from agents.thread_registry import LEASE_SECONDS, ThreadRegistry
 
 log = logging.getLogger("shopbot.engine")
@@ -37,6 +37,10 @@ class TurnGuard:
         """Take `thread_id`'s lease outside a turn (start-up checks); release it after."""
         return self._threads.claim_turn(thread_id, self._owner)
 
+    def held_elsewhere(self, thread_id: str) -> bool:
+        """Whether another live process (or engine) runs a turn of `thread_id` right now."""
+        return self._threads.turn_held_elsewhere(thread_id, self._owner)
+
     def release(self, thread_id: str) -> None:
         self._threads.release_turn(thread_id, self._owner)
 
@@ -48,7 +52,7 @@ class TurnGuard:
             raise InputError(f"Thread {thread_id} is already answering a message; wait for it.")
         async with lock:
             if not self.claim(thread_id):
-                raise InputError(
+                raise BusyElsewhere(
                     f"Thread {thread_id} is answering a message in another ShopBot window; "
                     "wait for it to finish."
                 )

@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING
 
 from shopbot_tui.widgets.side_panel import step_text
 
+# The side panel's step while another process (a window, `shopbot`) answers on the thread.
+ANSWERING_ELSEWHERE = "answering in another window"
+
 if TYPE_CHECKING:
     from agents.facade import ApprovalRequest
     from shopbot_tui.screens.approval import ApprovalScreen
@@ -31,17 +34,25 @@ class ApprovalFlow:
         self.dialog: ApprovalScreen | None = None
 
     def wait_for(
-        self, pending: ApprovalRequest | None, *, agent: str, answering: bool = False
+        self,
+        pending: ApprovalRequest | None,
+        *,
+        agent: str,
+        answering: bool = False,
+        elsewhere: bool = False,
     ) -> None:
         """The open thread now waits for `pending` (asked at once), or for nothing; `agent`
-        is its active one, `answering` when a turn of this app runs on it."""
+        is its active one, `answering` when a turn of this app runs on it, `elsewhere` when
+        one of another process does."""
         chat = self._chat
         chat.pending = pending
         if pending is not None:
-            step = "waiting_for_approval"
+            step = step_text("waiting_for_approval")
+        elif elsewhere:
+            step = ANSWERING_ELSEWHERE
         else:
-            step = "answering" if answering else "idle"
-        chat.panel.show_agent(agent, step_text(step))
+            step = step_text("answering" if answering else "idle")
+        chat.panel.show_agent(agent, step)
         chat.sync_bindings()
         if pending is not None:
             self.ask(pending)

@@ -29,6 +29,22 @@ STILL_ANSWERING = (
 # Always said in the approval dialog, which opens with it: "decide in the dialog (ctrl+r
 # opens it again)" read oddly there, and its hint line names the keys.
 WAITS_FOR_DECISION = "This conversation waits for this decision first; your message is kept."
+# Another process (a second window, a `shopbot` command) holds the conversation's turn, or
+# answered its decision already. Opened again (ctrl+t), it shows what that did.
+BUSY_ELSEWHERE = (
+    "This conversation is answering a message in another window or a `shopbot` command. "
+    "Send this once that is done (ctrl+t opens the conversation again, with its reply); "
+    "your message is kept."
+)
+DECIDING_ELSEWHERE = (
+    "This conversation is answering in another window or a `shopbot` command (maybe this "
+    "very decision); yours was not sent. Once that is done, ctrl+t opens the conversation "
+    "again, and asks the decision again if it is still needed."
+)
+DECIDED_ELSEWHERE = (
+    "This decision was already answered in another window or by `shopbot resume`; yours "
+    "was not sent. The conversation is shown as stored."
+)
 
 
 class ChatNotices:

@@ -44,6 +44,9 @@ class ThreadLoaded(Message):
     error: str = ""
     # Which opening read it: a read for an earlier opening of the same thread is stale.
     opening: int = 0
+    # Another process (a window, a `shopbot` command) was running a turn of it: its stored
+    # state was not final (a decision shown pending may be being answered there).
+    answering_elsewhere: bool = False
 
 
 @dataclass
@@ -63,13 +66,17 @@ class TurnAccepted(TurnMessage):
 
 @dataclass
 class TurnRefused(TurnMessage):
-    """The engine refused the input before doing anything; `reason` says what to do, and
+    """The engine refused the input before doing anything; `reason` says what to do,
     `pending` is the decision a refused message found the thread waiting for."""
 
     text: str = ""
     reason: str = ""
     decision: str | None = None
     pending: ApprovalRequest | None = None
+    # Refused because another process runs a turn of the thread, or (a decision) because
+    # nothing is pending any more: answered elsewhere.
+    busy_elsewhere: bool = False
+    nothing_pending: bool = False
 
 
 @dataclass

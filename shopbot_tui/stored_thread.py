@@ -41,13 +41,22 @@ async def read_history(engine: ShopBotEngine, thread_id: str) -> ThreadLoaded:
         # said (with why the conversation cannot go on).
         agent = await engine.active_agent(thread_id)
         pending = await engine.pending_approval(thread_id)
+        elsewhere = await asyncio.to_thread(engine.answering_elsewhere, thread_id)
     except Exception as exc:
         problem = await asyncio.to_thread(failure_text, engine.settings, exc)
         shown = lines[-HISTORY_LINES:]
         agent = info.active_agent if info else DEFAULT_AGENT
         return ThreadLoaded(thread_id, info, shown, len(lines) - len(shown), agent, None, problem)
     shown = lines[-HISTORY_LINES:]
-    return ThreadLoaded(thread_id, info, shown, len(lines) - len(shown), agent, pending)
+    return ThreadLoaded(
+        thread_id,
+        info,
+        shown,
+        len(lines) - len(shown),
+        agent,
+        pending,
+        answering_elsewhere=elsewhere,
+    )
 
 
 async def export_transcript(engine: ShopBotEngine, home: Path, thread_id: str) -> ChatExported:

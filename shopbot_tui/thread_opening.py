@@ -67,11 +67,16 @@ class ThreadOpener:
         await chat.view.show_history(message.lines, message.hidden_lines, chat.customer)
         # While a turn of this app runs on the thread, its stored state lags behind (it is
         # saved when the run stops): a decision read there was already given. The running
-        # turn announces any new one itself.
+        # turn announces any new one itself. So with a turn of another process (a window,
+        # `shopbot resume`): the decision it shows may be being answered there, and asking
+        # it here would only be refused; opened again after, the thread shows how it ended.
         answering = chat.thread_id in chat.busy
+        elsewhere = message.answering_elsewhere and not answering
         self.ready = True
-        pending = None if answering else message.pending
-        chat.approvals.wait_for(pending, agent=message.agent, answering=answering)
+        pending = None if answering or elsewhere else message.pending
+        chat.approvals.wait_for(
+            pending, agent=message.agent, answering=answering, elsewhere=elsewhere
+        )
         await self._catch_up()
 
     async def _catch_up(self) -> None:

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shopbot_tui.chat_notices import WAITS_FOR_DECISION
+from shopbot_tui.chat_notices import (
+    BUSY_ELSEWHERE,
+    DECIDED_ELSEWHERE,
+    DECIDING_ELSEWHERE,
+    WAITS_FOR_DECISION,
+)
 from shopbot_tui.messages import (
     AgentSwitched,
     ProviderRetrying,
@@ -31,6 +36,18 @@ if TYPE_CHECKING:
     from shopbot_tui.thread_view import HeldLive
 
 
+def refusal_text(message: TurnRefused) -> str:
+    """Why the message or decision was not sent, worded for this app (the engine's words
+    name `shopbot` command lines or "another ShopBot window" only)."""
+    if message.pending is not None:
+        return WAITS_FOR_DECISION
+    if message.busy_elsewhere:
+        return BUSY_ELSEWHERE if message.decision is None else DECIDING_ELSEWHERE
+    if message.nothing_pending and message.decision is not None:
+        return DECIDED_ELSEWHERE
+    return message.reason
+
+
 class TurnReports:
     """Applies what turns report to `chat`, its open thread and its widgets."""
 
@@ -46,11 +63,12 @@ class TurnReports:
             # Asked before the notice, so the dialog says it (a toast would hide under it).
             chat.approvals.ask(message.pending)
         # The text was never taken out of the input: the person can fix and resend it.
-        chat.notices.not_sent(WAITS_FOR_DECISION if message.pending is not None else message.reason)
+        chat.notices.not_sent(refusal_text(message))
         chat.message_input.focus()
-        if message.decision is not None or message.pending is not None:
-            # Someone else answered the decision (`shopbot resume`), or asked for one (a
-            # `shopbot chat` turn): show the thread as stored, and its question if any.
+        if message.decision is not None or message.pending is not None or message.busy_elsewhere:
+            # Someone else answered the decision (`shopbot resume`, another window), asked
+            # for one (a `shopbot chat` turn), or is answering now: show the thread as
+            # stored, and its question if any (none while another process answers on it).
             await chat.open_thread(chat.thread_id, chat.customer)
 
     async def accepted(self, message: TurnAccepted) -> None:

@@ -14,8 +14,10 @@ from textual.message import Message
 from agents.facade import (
     AgentChanged,
     ApprovalRequest,
+    BusyElsewhere,
     EngineEvent,
     GateChecked,
+    NothingPending,
     ReplyDone,
     Retrying,
     StepChanged,
@@ -132,7 +134,13 @@ async def drive_turn(
             pending = request if isinstance(request, ApprovalRequest) else None
             post(
                 TurnRefused(
-                    thread_id, text=text, reason=str(exc), decision=decision, pending=pending
+                    thread_id,
+                    text=text,
+                    reason=str(exc),
+                    decision=decision,
+                    pending=pending,
+                    busy_elsewhere=isinstance(exc, BusyElsewhere),
+                    nothing_pending=isinstance(exc, NothingPending),
                 )
             )
             return

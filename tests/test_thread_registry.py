@@ -266,3 +266,18 @@ def test_a_lease_of_a_process_that_ended_unreaped_is_taken_over(registry: Thread
             (os.getpid(),),
         )
     assert not registry.claim_turn("z1", "me")
+
+
+def test_a_turn_held_elsewhere_is_told_only_while_its_lease_is_live(
+    registry: ThreadRegistry,
+) -> None:
+    registry.ensure("h1", customer=None)
+    assert not registry.turn_held_elsewhere("h1", "me")  # no lease
+    assert registry.claim_turn("h1", "me")
+    assert not registry.turn_held_elsewhere("h1", "me")  # mine
+    assert registry.turn_held_elsewhere("h1", "window-2")
+    with registry._lock, registry._conn:  # expired: as good as gone
+        registry._conn.execute("UPDATE turn_leases SET expires_at = 0 WHERE thread_id = 'h1'")
+    assert not registry.turn_held_elsewhere("h1", "window-2")
+    registry.release_turn("h1", "me")
+    assert not registry.turn_held_elsewhere("h1", "window-2")

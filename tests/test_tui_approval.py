@@ -324,7 +324,7 @@ async def test_decision_taken_elsewhere_is_refused_and_the_thread_reloads(tmp_pa
         await app.engine.decide("t-test", "reject")  # as `shopbot resume t-test reject` would
         await pilot.press("ctrl+r", "a", "enter")
         await settle(pilot)
-        assert any("no decision pending" in notice for notice in iter_notices(app, "warning"))
+        assert any("already answered" in notice for notice in iter_notices(app, "warning"))
         assert app.chat.pending is None
         assert "decision: reject" in notes(app)
         assert "refund_processed" not in audit_kinds(app, "t-test")
