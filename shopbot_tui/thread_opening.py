@@ -3,9 +3,14 @@ worker (stored_thread.py) and shown, then what its running turn reported meanwhi
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from shopbot_tui.stored_thread import read_history
+
+# While another process answers on the open thread, whether it is done is looked at this
+# often (nothing tells this app): then the thread is shown as that turn left it.
+ELSEWHERE_POLL_SECONDS = 2.0
 
 if TYPE_CHECKING:
     from shopbot_tui.messages import ThreadLoaded
@@ -77,7 +82,29 @@ class ThreadOpener:
         chat.approvals.wait_for(
             pending, agent=message.agent, answering=answering, elsewhere=elsewhere
         )
+        if elsewhere:
+            self._watch_elsewhere()
         await self._catch_up()
+
+    def _watch_elsewhere(self) -> None:
+        """Show the open thread again once the other process's turn on it has ended; the
+        watch ends with that, or when another thread (or this one again) is opened."""
+        chat = self._chat
+        thread_id, opening = chat.thread_id, self.opening
+
+        async def look() -> None:
+            engine = chat.engine
+            if chat.thread_id != thread_id or self.opening != opening or engine is None:
+                timer.stop()
+                return
+            if await asyncio.to_thread(engine.answering_elsewhere, thread_id):
+                return
+            # Stopping a timer cancels its task, this one: the opening runs outside it.
+            timer.stop()
+            if chat.thread_id == thread_id and self.opening == opening:
+                chat.call_next(self.open, thread_id, chat.customer)
+
+        timer = chat.set_interval(ELSEWHERE_POLL_SECONDS, look, name="answering elsewhere")
 
     async def _catch_up(self) -> None:
         """Show what the thread's running turn reported while its history loaded."""

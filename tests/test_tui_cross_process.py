@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
@@ -24,6 +25,7 @@ from agents.audit_log import AuditLog, AuditQuery
 from agents.facade import ShopBotEngine
 from agents.settings import Settings
 from agents.shop_data import ShopData
+from shopbot_tui import thread_opening
 from shopbot_tui.approval_flow import ANSWERING_ELSEWHERE
 from shopbot_tui.chat_notices import BUSY_ELSEWHERE, DECIDED_ELSEWHERE, DECIDING_ELSEWHERE
 from shopbot_tui.screens.approval import ApprovalScreen
@@ -249,3 +251,27 @@ async def test_the_audit_viewer_and_the_thread_list_show_what_another_process_wr
             for i in range(table.row_count)
         }
         assert rows == {"t-cli": ("Alex", "1"), "t-test": ("Sam", "2")}
+
+
+async def test_the_open_thread_shows_how_another_process_turn_ended_by_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(thread_opening, "ELSEWHERE_POLL_SECONDS", 0.05)
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is my order ORD-002?")
+        model = GatedModel()
+        async with engine_elsewhere(tmp_path, model) as other:
+            running = asyncio.create_task(other.send("t-test", "And ORD-005?", customer="Sam"))
+            await wait_until(pilot, model.held.is_set, "the command's turn to be held")
+            await send(pilot, KEPT)  # refused: the thread is shown as stored, answering there
+            assert app.chat.panel.step == ANSWERING_ELSEWHERE
+            model.open()
+            assert (await running).status == "done"
+            # No ctrl+t: the app sees the other turn end and shows how it ended.
+            await wait_until(pilot, lambda: app.chat.panel.step == "idle", "the thread to settle")
+            await settle(pilot)
+        assert transcript_on_screen(app) == stored(app)
+        assert "ORD-005" in transcript_on_screen(app)[-1][1]
+        assert app.chat.query_one("#message", Input).value == KEPT  # still there to send
