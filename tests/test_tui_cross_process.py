@@ -162,8 +162,9 @@ async def test_a_decision_being_answered_in_another_window_is_neither_sent_nor_a
 
 
 async def test_a_message_while_shopbot_chat_answers_the_open_thread_is_refused_and_kept(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(thread_opening, "ELSEWHERE_POLL_SECONDS", 0.05)
     app = make_app(tmp_path, customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -180,9 +181,13 @@ async def test_a_message_while_shopbot_chat_answers_the_open_thread_is_refused_a
             assert app.chat.panel.step == ANSWERING_ELSEWHERE
             model.open()
             assert (await running).status == "done"
-        await reopen_from_the_list(pilot)
+            # Without ctrl+t: the app sees the other turn end and shows how it ended.
+            await wait_until(pilot, lambda: app.chat.panel.step == "idle", "the thread to settle")
+            await settle(pilot)
         assert transcript_on_screen(app) == stored(app)
         assert "ORD-005" in transcript_on_screen(app)[-1][1]
+        await reopen_from_the_list(pilot)  # as the list shows it too
+        assert transcript_on_screen(app) == stored(app)
         assert app.chat.panel.step == "idle"
         await pilot.press("enter")  # the kept message goes now
         await settle(pilot)
@@ -251,27 +256,3 @@ async def test_the_audit_viewer_and_the_thread_list_show_what_another_process_wr
             for i in range(table.row_count)
         }
         assert rows == {"t-cli": ("Alex", "1"), "t-test": ("Sam", "2")}
-
-
-async def test_the_open_thread_shows_how_another_process_turn_ended_by_itself(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(thread_opening, "ELSEWHERE_POLL_SECONDS", 0.05)
-    app = make_app(tmp_path, customer="Sam")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await send(pilot, "Where is my order ORD-002?")
-        model = GatedModel()
-        async with engine_elsewhere(tmp_path, model) as other:
-            running = asyncio.create_task(other.send("t-test", "And ORD-005?", customer="Sam"))
-            await wait_until(pilot, model.held.is_set, "the command's turn to be held")
-            await send(pilot, KEPT)  # refused: the thread is shown as stored, answering there
-            assert app.chat.panel.step == ANSWERING_ELSEWHERE
-            model.open()
-            assert (await running).status == "done"
-            # No ctrl+t: the app sees the other turn end and shows how it ended.
-            await wait_until(pilot, lambda: app.chat.panel.step == "idle", "the thread to settle")
-            await settle(pilot)
-        assert transcript_on_screen(app) == stored(app)
-        assert "ORD-005" in transcript_on_screen(app)[-1][1]
-        assert app.chat.query_one("#message", Input).value == KEPT  # still there to send
