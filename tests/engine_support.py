@@ -94,3 +94,8 @@ def assert_mistral_valid(messages: Sequence[BaseMessage]) -> None:
     strict fake's rules."""
     wire = [_convert_message_to_mistral_chat_message(m) for m in [*messages, HumanMessage("ok")]]
     _check_conversation(wire)
+
+
+def files_holding(home: Path, secret: str) -> list[Path]:
+    """The files under `home` whose bytes hold `secret` (none may, for a key or password)."""
+    return [p for p in home.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]

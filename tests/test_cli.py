@@ -15,6 +15,7 @@ import pytest
 
 from agents.audit_log import AuditLog
 from agents.thread_registry import ThreadRegistry
+from tests.engine_support import files_holding
 from tests.fakes.damage import damage_thread_state, filled_audit_log, garble_past_first_page
 from tests.fakes.fake_mistral import (
     FAKE_API_KEY,
@@ -329,9 +330,7 @@ def test_api_key_never_reaches_output_logs_or_audit(
     env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
     done = run(tmp_path, "chat", "k1", "hello", "--json", env=env)
     assert done.returncode == 1
-    for path in tmp_path.rglob("*"):
-        if path.is_file():
-            assert FAKE_API_KEY.encode() not in path.read_bytes(), path
+    assert not files_holding(tmp_path, FAKE_API_KEY)
     assert FAKE_API_KEY not in done.stdout + done.stderr
 
 
@@ -348,9 +347,7 @@ def test_proxy_credentials_in_the_base_url_never_reach_output_logs_or_audit(
     fake_mistral.acknowledge_problems()
     errors = run(tmp_path, "audit", "--kind", "provider_error", "--json").stdout.splitlines()
     assert "[REDACTED]@127.0.0.1" in json.loads(errors[0])["detail"]["error"]
-    for path in tmp_path.rglob("*"):
-        if path.is_file():
-            assert password.encode() not in path.read_bytes(), path
+    assert not files_holding(tmp_path, password)
     assert password not in done.stdout + done.stderr
 
 

@@ -15,7 +15,16 @@ import pytest
 from agents.events import HandedOff, LimitReached, Retrying, TokenDelta, TurnFailed
 from agents.replies import LIMIT_REACHED, TURN_STOPPED_NOTE
 from agents.specialists.spec import MAX_HANDOFFS_PER_TURN
-from tests.engine_support import audit_of, decide, history, kinds, open_engine, say, tools_run
+from tests.engine_support import (
+    audit_of,
+    decide,
+    files_holding,
+    history,
+    kinds,
+    open_engine,
+    say,
+    tools_run,
+)
 from tests.fakes.fake_mistral import (
     FAKE_API_KEY,
     Answer,
@@ -459,8 +468,3 @@ async def test_a_key_the_model_repeats_is_kept_out_of_the_reply_and_every_store(
         assert all(FAKE_API_KEY not in line.text for line in engine.transcript("leak"))
         assert all(FAKE_API_KEY not in str(m.content) for m in await history(engine, "leak"))
     assert not files_holding(tmp_path, FAKE_API_KEY)
-
-
-def files_holding(home: Path, secret: str) -> list[Path]:
-    """The files under `home` whose bytes hold `secret`."""
-    return [p for p in home.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
