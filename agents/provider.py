@@ -22,7 +22,7 @@ from langgraph.runtime import Runtime
 from agents.context import RetryBudget, ShopContext
 from agents.errors import UnreadableReply
 from agents.events import Retrying
-from agents.redaction import redact
+from agents.redaction import StreamRedactor, redact
 from agents.reply_streaming import TextSink
 from agents.reporting import report
 
@@ -121,18 +121,29 @@ async def _stream_reply(
     config: RunnableConfig | None,
     on_text: Callable[[str], None],
 ) -> BaseMessage:
-    """The model's reply streamed: text handed to `on_text` as it arrives.
+    """The model's reply streamed: text handed to `on_text` as it arrives, redacted (the
+    word still arriving waits for the next space, or the end of the reply).
 
     Through `ainvoke` with a `TextSink`, not `astream`: our models then merge the chunks as
     they come instead of in one long call at the end (see `agents/reply_streaming.py`).
     """
-    sink = TextSink(on_text)
+    # A key the model repeats never shows, not even for the moment it streams. A fresh
+    # redactor per attempt: the word a failed attempt left unfinished is not shown.
+    shield = StreamRedactor()
+
+    def show(piece: str) -> None:
+        if safe := shield.feed(piece):
+            on_text(safe)
+
+    sink = TextSink(show)
     # Added to the caller's callbacks (`ensure_config` reads the node's), not in their place:
     # the call stays a child of the graph's run, seen by whatever the graph is traced with.
     with_sink = merge_configs(ensure_config(config), {"callbacks": [sink]})
     reply: BaseMessage = await model.ainvoke(messages, with_sink)
+    if rest := shield.flush():
+        on_text(rest)
     if not sink.delivered and (text := reply.text):
-        on_text(text)  # a model that cannot stream: its whole text at once
+        on_text(redact(text))  # a model that cannot stream: its whole text at once
     return reply
 
 

@@ -459,12 +459,19 @@ async def test_a_timeout_is_named_in_the_audit_log(
 async def test_a_key_the_model_repeats_is_kept_out_of_the_reply_and_every_store(
     tmp_path: Path, fake_mistral: FakeMistralServer
 ) -> None:
-    # A proxy that leaked the key into the conversation, and a model that repeats it.
-    fake_mistral.script(text(f"Your key is {FAKE_API_KEY}, keep it safe."))
+    # A proxy that leaked the key into the conversation, and a model that repeats it, in
+    # pieces of 3 characters; and half of it again.
+    fake_mistral.stream_chunk_chars = 3
+    fake_mistral.script(
+        text(f"Your key is {FAKE_API_KEY}, keep it safe. It starts {FAKE_API_KEY[:16]}.")
+    )
     async with open_engine(tmp_path, offline=False) as engine:
         turn = await say(engine, "leak", "Hi", "Alex")
         assert turn.result.status == "done"
-        assert FAKE_API_KEY not in turn.result.reply and "keep it safe" in turn.result.reply
+        assert FAKE_API_KEY[:12] not in turn.result.reply and "keep it safe" in turn.result.reply
+        # Not even for the moment it streams: no piece on its way to the screen holds any.
+        assert turn.streamed == turn.result.reply
+        assert not [e for e in turn.of(TokenDelta) if FAKE_API_KEY[:3] in e.text]
         assert all(FAKE_API_KEY not in line.text for line in engine.transcript("leak"))
         assert all(FAKE_API_KEY not in str(m.content) for m in await history(engine, "leak"))
     assert not files_holding(tmp_path, FAKE_API_KEY)

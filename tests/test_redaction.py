@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agents import redaction
-from agents.redaction import REDACTED, redact, redact_data, register_secret
+from agents.redaction import (
+    REDACTED,
+    STREAM_CONTEXT_WORDS,
+    StreamRedactor,
+    redact,
+    redact_data,
+    register_secret,
+)
 
 MISTRAL_KEY = "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"  # 32 alphanumerics, the Mistral shape
 
@@ -39,7 +49,7 @@ def test_registered_secret_applies_to_later_calls() -> None:
     assert redact("short") == "short"
 
 
-@pytest.mark.parametrize(
+CREDENTIAL_SHAPES = pytest.mark.parametrize(
     ("text", "leak"),
     [
         ("Authorization: Bearer abcdef123456", "abcdef123456"),
@@ -60,6 +70,9 @@ def test_registered_secret_applies_to_later_calls() -> None:
         ("git clone https://ghp_token123@github.com/x/y", "ghp_token123"),
     ],
 )
+
+
+@CREDENTIAL_SHAPES
 def test_credential_shapes_are_redacted(text: str, leak: str) -> None:
     out = redact(text)
     assert leak not in out
@@ -137,3 +150,101 @@ def test_redact_data_walks_nested_structures_and_keys() -> None:
 def test_redaction_is_stable_when_applied_twice() -> None:
     once = redact(f"api_key={MISTRAL_KEY} Authorization: Bearer abcdef123456")
     assert redact(once) == once
+
+
+def test_a_piece_of_a_registered_key_is_redacted_too() -> None:
+    # A model that repeats half the key it saw: 12 of its characters in a row are enough.
+    register_secret(MISTRAL_KEY)
+    assert redact(f"it starts {MISTRAL_KEY[:16]}, ends {MISTRAL_KEY[-12:]}.") == (
+        f"it starts {REDACTED}, ends {REDACTED}."
+    )
+    # Shorter pieces, and runs that merely share a few characters with it, stay.
+    assert redact(f"see {MISTRAL_KEY[:11]} and Ab3dEf6hIj9kXXXX") == (
+        f"see {MISTRAL_KEY[:11]} and Ab3dEf6hIj9kXXXX"
+    )
+
+
+def test_a_registered_secret_with_spaces_is_redacted_word_by_word() -> None:
+    register_secret("Part1secretword Part2secretword")
+    assert redact("got Part2secretword") == f"got {REDACTED}"
+
+
+def _streamed(text: str, cuts: list[int]) -> list[str]:
+    """What a StreamRedactor shows of `text` arriving in pieces cut at `cuts`."""
+    shield = StreamRedactor()
+    bounds = [0, *sorted({c % (len(text) + 1) for c in cuts}), len(text)]
+    shown = [shield.feed(text[a:b]) for a, b in itertools.pairwise(bounds)]
+    return [*shown, shield.flush()]
+
+
+@CREDENTIAL_SHAPES
+@given(cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=12))
+def test_a_streamed_credential_never_shows_in_any_piece(
+    text: str, leak: str, cuts: list[int]
+) -> None:
+    reply = f"Sure. {text} Anything else?"
+    shown = _streamed(reply, cuts)
+    assert "".join(shown) == redact(reply)
+    assert all(leak[:8] not in piece for piece in shown)
+
+
+@given(
+    size=st.integers(min_value=1, max_value=7),
+    filler=st.integers(min_value=0, max_value=300),
+)
+def test_a_registered_key_streamed_in_small_pieces_never_shows_even_in_part(
+    size: int, filler: int
+) -> None:
+    register_secret(MISTRAL_KEY)
+    reply = "word " * (filler // 5) + f"Your key is {MISTRAL_KEY} so keep it, and Bearer "
+    reply += f"{MISTRAL_KEY.lower()}9 too."
+    shield = StreamRedactor()
+    shown = [shield.feed(reply[i : i + size]) for i in range(0, len(reply), size)]
+    shown.append(shield.flush())
+    # A piece is shown whole words at a time, so no prefix of the key gets out either.
+    assert all(MISTRAL_KEY[:4] not in piece and "ab3def6h" not in piece for piece in shown)
+    assert "".join(shown) == redact(reply)
+    assert "".join(shown).endswith(f"Your key is {REDACTED} so keep it, and Bearer {REDACTED} too.")
+
+
+def test_a_label_a_few_words_back_still_counts() -> None:
+    # `"Authorization" : Bearer <value>`: the label four words before the value it names.
+    shield = StreamRedactor()
+    shown = [shield.feed("x " * 300), shield.feed('"Authorization" '), shield.feed(": ")]
+    shown += [shield.feed("Bearer "), shield.feed("abc123def456 "), shield.flush()]
+    assert STREAM_CONTEXT_WORDS == 4
+    assert "".join(shown).endswith(f'"Authorization" : {REDACTED} ')
+    assert not any("abc123" in piece for piece in shown)
+
+
+def test_ordinary_text_streams_through_unchanged_a_word_behind() -> None:
+    shield = StreamRedactor()
+    assert shield.feed("Your order ORD-0") == "Your order "
+    assert shield.feed("01 was deliv") == "ORD-001 was "
+    assert shield.feed("ered.") == ""
+    assert shield.flush() == "delivered."
+    assert shield.flush() == ""
+
+
+_PIECES = [
+    "Authorization", "PROXY-authorization", '"', "'", ":", "=", " ", "\n", "Bearer", "basic",
+    "Token", "api_key", "API-KEY", "MISTRAL_API_KEY", "client_secret", "password", "sk-",
+    "proj-", "abcdefghijklmnop1234", "://", "https", "user:pw@", "host", "/v1", "x", "42",
+    MISTRAL_KEY[:20], MISTRAL_KEY[20:], "ORD-001", "é", "&",
+]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=14).map("".join))
+def test_the_quick_check_never_skips_a_text_the_shapes_would_change(text: str) -> None:
+    assert redact(text) == redaction._shapes(text, ())
+
+
+def test_a_scheme_far_from_its_value_is_shown_again_redacted_not_leaked() -> None:
+    # Spaces after "Basic" hide that it is a scheme: it is shown as a credential first
+    # ("[REDACTED]"), then the value arrives and the part that reads differently follows.
+    shield = StreamRedactor()
+    shown = [shield.feed("Authorization: Basic" + " " * 12), shield.feed("dXNlcjpwYXNz "), ""]
+    shown[2] = shield.flush()
+    assert shown[0] == f"Authorization: {REDACTED}" + " " * 12
+    assert all("dXNl" not in piece for piece in shown)
+    assert redact("".join(shown)) == "".join(shown)
