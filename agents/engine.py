@@ -240,6 +240,11 @@ class ShopBotEngine:
         reply is whole or its question asked (the run is only saving them)."""
         return self._guard.stop(thread_id)
 
+    def paying_refund(self, thread_id: str) -> bool:
+        """Whether `thread_id`'s turn is paying an approved refund and recording it right now:
+        a stop then waits for nothing and is refused (`stop_turn` is False)."""
+        return self._guard.in_unstoppable(thread_id)
+
     async def _damage_named(
         self, thread_id: str, events: AsyncGenerator[EngineEvent, None]
     ) -> AsyncIterator[EngineEvent]:

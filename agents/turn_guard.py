@@ -32,6 +32,8 @@ class TurnGuard:
         # The task running each thread's graph here, and the threads a person stopped.
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._stopped: set[str] = set()
+        # Threads inside `unstoppable` (paying a refund) right now.
+        self._unstoppable: set[str] = set()
 
     def claim(self, thread_id: str) -> bool:
         """Take `thread_id`'s lease outside a turn (start-up checks); release it after."""
@@ -99,11 +101,17 @@ class TurnGuard:
         if thread_id in self._stopped:
             raise asyncio.CancelledError
         task = self._running.pop(thread_id, None)
+        self._unstoppable.add(thread_id)
         try:
             yield
         finally:
+            self._unstoppable.discard(thread_id)
             if task is not None and not task.done():
                 self._running[thread_id] = task
+
+    def in_unstoppable(self, thread_id: str) -> bool:
+        """Whether `thread_id`'s turn is inside `unstoppable` (a stop now is refused)."""
+        return thread_id in self._unstoppable
 
     def too_late_to_stop(self, thread_id: str) -> None:
         """The run goes on only to save what is done (a whole reply, a question asked)."""

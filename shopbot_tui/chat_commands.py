@@ -51,8 +51,14 @@ class ChatCommands:
         """Stop the open thread's running turn (esc): it ends with a note saying so, and
         whatever it streamed that no ReplyDone confirmed goes, as for any unfinished reply."""
         chat = self._chat
-        if chat.engine is not None and chat.turns.stop(chat.thread_id, chat.engine):
+        engine, thread_id = chat.engine, chat.thread_id
+        if engine is None:
+            return
+        if chat.turns.stop(thread_id, engine):
             chat.panel.show_agent(chat.panel.agent, "stopping…")
+        elif thread_id in chat.turns.busy and thread_id not in chat.turns.stopping:
+            # Too late: said, or esc would seem broken.
+            chat.notices.cannot_stop(paying=engine.paying_refund(thread_id))
 
     async def new_thread(self) -> None:
         chat = self._chat

@@ -11,6 +11,7 @@ from time import monotonic
 from typing import TYPE_CHECKING
 
 from agents.facade import redact, retry_notice
+from shopbot_tui.toasts import withdraw_toasts
 
 if TYPE_CHECKING:
     from textual.widget import Widget
@@ -45,6 +46,16 @@ DECIDED_ELSEWHERE = (
     "This decision was already answered in another window or by `shopbot resume`; yours "
     "was not sent. The conversation is shown as stored."
 )
+# Why esc stopped nothing while the thread was still busy.
+STILL_PAYING = (
+    "The approved refund is being paid and recorded; that cannot be stopped, and the reply "
+    "follows once it is done."
+)
+NOTHING_LEFT_TO_STOP = (
+    "ShopBot is only saving what is done (a whole reply, or a question for you); there is "
+    "nothing left to stop."
+)
+RETRYING_TITLE = "Model provider failed, retrying"
 
 
 class ChatNotices:
@@ -82,7 +93,7 @@ class ChatNotices:
     def provider_retrying(self, message: ProviderRetrying) -> None:
         self._screen.notify(
             retry_notice(message.reason, message.delay, message.attempt),
-            title="Model provider failed, retrying",
+            title=RETRYING_TITLE,
             severity="warning",
             markup=False,
         )
@@ -119,6 +130,14 @@ class ChatNotices:
             severity="error",
             markup=False,
         )
+
+    def cannot_stop(self, *, paying: bool) -> None:
+        reason = STILL_PAYING if paying else NOTHING_LEFT_TO_STOP
+        self._screen.notify(reason, title="Not stopped", severity="warning")
+
+    def retry_over(self) -> None:
+        """The turn ended: a "retrying in 8 s" notice still up would say something untrue."""
+        withdraw_toasts(self._screen.app, RETRYING_TITLE)
 
     def decision_still_pending(self) -> None:
         now = monotonic()

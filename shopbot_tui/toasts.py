@@ -1,10 +1,11 @@
-"""The toasts of a screen that another screen covers."""
+"""Toasts: those of a screen another screen covers, and those taken back early."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from textual.app import App
     from textual.screen import Screen
 
 # The id Textual gives the ToastRack it adds to every screen.
@@ -17,3 +18,14 @@ def hide_covered_toasts(screen: Screen[Any]) -> None:
     Textual shows them again (those not expired) when `screen` is back on top."""
     for rack in screen.query_children(TOAST_RACK):
         rack.display = False
+
+
+def withdraw_toasts(app: App[Any], title: str) -> None:
+    """Take back the notifications titled `title` before their time is up (what they say
+    stopped being true). Textual has no public call for this: a click on a toast removes it
+    with the same private one, `_unnotify`."""
+    stale = [notification for notification in app._notifications if notification.title == title]
+    for notification in stale:
+        app._unnotify(notification, refresh=False)
+    if stale:
+        app._refresh_notifications()

@@ -120,6 +120,7 @@ class TurnReports:
         if message.thread_id != chat.thread_id:
             chat.notices.turn_ended_elsewhere(message.thread_id, result)
             return
+        chat.notices.retry_over()
         await chat.view.turn_ended(message)
         if chat.view.reopen_after_turn:
             # The checks this turn reported stay in the side panel.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from agents.audit_log import AuditQuery
 from agents.context import RetryBudget
 from agents.events import EngineEvent, ReplyDone, StepChanged
 from agents.facade import TURN_STOPPED_NOTE, ShopBotEngine
+from shopbot_tui.chat_notices import NOTHING_LEFT_TO_STOP, STILL_PAYING
 from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage
@@ -179,6 +181,8 @@ async def test_esc_once_the_reply_is_whole_or_the_question_asked_stops_nothing(
         await wait_until(pilot, TailHeldEngine.held.is_set, "the reply or the question")
         assert "t-tail" in app.chat.busy  # the turn is still running
         await pilot.press("escape")
+        # Said, or esc would seem broken.
+        assert list(iter_notices(app, "warning")) == [f"Not stopped: {NOTHING_LEFT_TO_STOP}"]
         TailHeldEngine.release.set()
         await settle(pilot)
         assert TURN_STOPPED_NOTE not in notes(app)
@@ -227,6 +231,35 @@ async def test_esc_while_a_decision_is_answered_keeps_the_refund_paid(tmp_path: 
         model.resume()
         await send(pilot, "Where is my order ORD-002?")
         assert "In Transit" in replies(app)[-1]
+
+
+async def test_esc_while_an_approved_refund_is_paid_says_it_cannot_stop_that(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = make_app(tmp_path, thread_id="t-paying", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "I want a refund for ORD-005, the speaker crackles at any volume")
+        assert isinstance(app.screen, ApprovalScreen) and app.engine is not None
+        # The ledger write (in a worker thread) is slow: the shop database is busy, say.
+        entered, release = threading.Event(), threading.Event()
+        record_refund = app.engine.shop.record_refund
+
+        def slow_record(*args: object, **kwargs: object) -> object:
+            entered.set()
+            release.wait(30)
+            return record_refund(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(app.engine.shop, "record_refund", slow_record)
+        await pilot.press("a", "enter")
+        await wait_until(pilot, entered.is_set, "the refund to be paid")
+        await pilot.press("escape")
+        assert list(iter_notices(app, "warning")) == [f"Not stopped: {STILL_PAYING}"]
+        release.set()
+        await settle(pilot)
+        assert app.engine.shop.refund_for("ORD-005") is not None
+        assert TURN_STOPPED_NOTE not in notes(app)
+        assert "refund" in replies(app)[-1].lower()
 
 
 async def test_handoff_shows_in_side_panel_and_chat(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from textual.message import Message
 from agents.context import RetryBudget
 from agents.facade import TURN_STOPPED_NOTE
 from agents.replies import TURN_CUT_NOTE
+from shopbot_tui.chat_notices import RETRYING_TITLE
 from shopbot_tui.messages import ProviderRetrying, ReplyChunk
 from shopbot_tui.widgets.conversation import AssistantReply
 from tests.engine_support import FAST_RETRY
@@ -173,19 +174,22 @@ async def test_esc_during_a_retry_wait_stops_the_turn_and_sends_no_retry(
     fake_mistral.fail_next(429, retry_after=LONG_WAIT)
     patient = RetryBudget(attempts=4, base_delay=0.01, max_delay=0.05, max_retry_after=60.0)
     app = mistral_app(tmp_path, retry=patient)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await settle(pilot)
         await send(pilot, "Hi", wait=False)
         await wait_until(
             pilot, lambda: bool(list(iter_notices(app, "warning"))), "the retry notice"
         )
         assert f"Retrying in {LONG_WAIT:.1f}s" in next(iter_notices(app, "warning"))
+        await wait_until(pilot, lambda: RETRYING_TITLE in frame_text(app), "the retry toast")
         pressed = time.monotonic()
         await pilot.press("escape")
         await wait_until(pilot, lambda: not app.chat.busy, "the turn to stop")
         assert time.monotonic() - pressed < PROMPT
         await settle(pilot)
         assert notes(app)[-1] == TURN_STOPPED_NOTE
+        # "Retrying in 30s" would now be untrue: its toast goes with the turn.
+        assert RETRYING_TITLE not in frame_text(app)
         assert stored(app)[-1] == ("note", TURN_STOPPED_NOTE)
         assert not list(iter_notices(app, "error"))
 
