@@ -88,12 +88,3 @@ def correction_request(error: str, previous: Mapping[str, Any] | None) -> tuple[
         "and extract again, fixing this specific error. Do not repeat the same mistake."
     )
     return f"Previous extraction: {before}", instruction
-
-
-def handoff_description(target: str) -> str:
-    """Kept short: every answering call carries two of these."""
-    return {
-        "order_agent": "Order status, delivery and product questions.",
-        "refund_agent": "Refund and return requests.",
-        "complaints_agent": "Complaints and upset customers.",
-    }[target]

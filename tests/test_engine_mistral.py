@@ -69,6 +69,13 @@ async def test_order_status(tmp_path: Path, fake_mistral: FakeMistralServer) -> 
         "transfer_to_refund_agent",
         "transfer_to_complaints_agent",
     ]
+    # A hand-off is sent without a description (its name and the prompt say it all): the
+    # two of them in every answering call cost no more tokens than they must.
+    assert [sorted(t["function"]) for t in answering.body["tools"]] == [
+        ["description", "name", "parameters"],
+        ["name", "parameters"],
+        ["name", "parameters"],
+    ]
     assert extraction.body["tool_choice"] == "any"
     assert [t["function"]["name"] for t in extraction.body["tools"]] == ["OrderExtraction"]
     assert "Order ORD-001: Wireless Headphones" in final.messages[-1]["content"]

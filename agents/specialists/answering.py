@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, SystemMessage, message_chunk_to_message
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
@@ -25,8 +28,18 @@ from agents.state import SpecialistState
 EMPTY_REPLY_FALLBACK = "I'm sorry, I didn't quite catch that. Could you tell me a bit more?"
 
 
+def tool_schemas(tools: Sequence[BaseTool]) -> list[dict[str, Any]]:
+    """The tools as a request carries them. A description left empty (the hand-offs') is left
+    out, as Mistral's API allows, rather than sent as "" in every answering call."""
+    schemas = [convert_to_openai_tool(tool) for tool in tools]
+    for schema in schemas:
+        if not schema["function"].get("description"):
+            schema["function"].pop("description", None)
+    return schemas
+
+
 def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
-    answering_model = model.bind_tools(spec.tools, parallel_tool_calls=False)
+    answering_model = model.bind_tools(tool_schemas(spec.tools), parallel_tool_calls=False)
 
     async def respond(state: SpecialistState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
         report(runtime, StepChanged(agent=spec.name, step="answering"))

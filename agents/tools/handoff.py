@@ -10,7 +10,6 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.types import Command
 
 from agents.events import AGENT_TITLES, AGENTS
-from agents.prompts import handoff_description
 
 
 def handoff_tool_name(target: str) -> str:
@@ -20,10 +19,10 @@ def handoff_tool_name(target: str) -> str:
 def make_handoff_tool(target: str) -> BaseTool:
     """A `transfer_to_<target>` tool returning `Command(goto=target, graph=Command.PARENT)`."""
 
-    # No parameters: each one would cost prompt tokens on every answering call.
-    @tool(handoff_tool_name(target), description=handoff_description(target))
+    # No parameters and no description: every answering call carries two of these, and the
+    # name says where it goes while the agent's prompt says what its colleagues handle.
+    @tool(handoff_tool_name(target), description="")
     def transfer(runtime: ToolRuntime[Any, Any]) -> Command[str]:
-        """Hand the conversation over to another specialist."""
         answer = ToolMessage(
             content=f"The conversation is now with the {AGENT_TITLES[target]}.",
             tool_call_id=runtime.tool_call_id or "",

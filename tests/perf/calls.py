@@ -546,12 +546,10 @@ async def measure(quick: bool, progress: Progress) -> tuple[list[Row], dict[str,
 
 def handoff_schema_tokens() -> int:
     """What the two `transfer_to_*` tool schemas add to every answering call (chars/4)."""
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
     from agents.offline.local_model import estimate_tokens
+    from agents.specialists.answering import tool_schemas
 
-    spec = SPECIALISTS[0]
-    return estimate_tokens(json.dumps([convert_to_openai_tool(t) for t in spec.handoff_tools]))
+    return estimate_tokens(json.dumps(tool_schemas(SPECIALISTS[0].handoff_tools)))
 
 
 def _run_json(run: ScenarioRun) -> dict[str, Any]:
