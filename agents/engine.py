@@ -229,9 +229,13 @@ class ShopBotEngine:
         """One customer message, answered: a stream of events ending with `TurnFinished`."""
         return self._damage_named(thread_id, self._run_turn(thread_id, text, customer=customer))
 
-    def resume(self, thread_id: str, decision: str) -> AsyncIterator[EngineEvent]:
-        """Answer the pending approval of `thread_id` and let the graph carry on."""
-        return self._damage_named(thread_id, self._resume(thread_id, decision))
+    def resume(
+        self, thread_id: str, decision: str, *, asked: ApprovalRequest | None = None
+    ) -> AsyncIterator[EngineEvent]:
+        """Answer the pending approval of `thread_id` and let the graph carry on. `asked`:
+        the request the person decided on; if another one waits now, nothing is decided
+        (`DecisionPending` carries the one waiting)."""
+        return self._damage_named(thread_id, self._resume(thread_id, decision, asked))
 
     def stop_turn(self, thread_id: str) -> bool:
         """Stop the turn this process runs on `thread_id` (a person pressed Stop): its graph
@@ -290,7 +294,9 @@ class ShopBotEngine:
             async for event in self._drive(graph_input, thread_id, customer, agent):
                 yield event
 
-    async def _resume(self, thread_id: str, decision: str) -> AsyncGenerator[EngineEvent, None]:
+    async def _resume(
+        self, thread_id: str, decision: str, asked: ApprovalRequest | None
+    ) -> AsyncGenerator[EngineEvent, None]:
         thread_id = self._valid_thread_id(thread_id)
         info = self.threads.get(thread_id)
         if info is None:
@@ -301,6 +307,14 @@ class ShopBotEngine:
             if pending is None:
                 raise NothingPending(
                     f"Thread {thread_id} has no decision pending; nothing to resume."
+                )
+            if asked is not None and asked != pending:
+                # Answered and asked anew meanwhile (another window, `shopbot`): "approve"
+                # was said of another refund, perhaps of another order.
+                raise DecisionPending(
+                    f"Thread {thread_id} now waits for another decision than the one "
+                    "answered; nothing was decided.",
+                    pending,
                 )
             choice = decision.strip().lower()
             if choice not in pending.options:

@@ -55,6 +55,8 @@ class ApprovalRequest:
     kind: ApprovalKind
     options: tuple[str, ...]
     payload: dict[str, Any] = field(default_factory=dict)
+    # The interrupt asking it: the same payload asked again is another request.
+    interrupt_id: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The `pending` object of the CLI contract."""

@@ -14,6 +14,7 @@ from agents.context import ShopContext
 from agents.events import AGENTS, DEFAULT_AGENT, StepChanged
 from agents.history import text_of
 from agents.provider import call_model
+from agents.redaction import redact
 from agents.reporting import report
 from agents.specialists.build import build_specialist
 from agents.specialists.roster import SPECIALISTS
@@ -35,7 +36,8 @@ def make_summarise(model: BaseChatModel) -> Any:
         }
         request = summary_request(messages[:cut], state.get("summary", ""), facts)
         reply = await call_model(model, request, runtime, agent=agent)
-        summary = text_of(reply).strip()
+        # The summary is state, read by every later call: no key the model repeats in it.
+        summary = redact(text_of(reply).strip())
         report(
             runtime,
             kind="summarised",

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.tool import ToolCall
 
+from agents.redaction import redact_data
+
 # An extraction reads the recent exchange, not the whole conversation: bounded prompt tokens.
 EXTRACTION_WINDOW = 12
 
@@ -111,7 +113,8 @@ def _is_json_object(text: str) -> bool:
 def storable_reply(reply: AIMessage) -> AIMessage:
     """The model's message as we keep it. A call with malformed arguments becomes a call with
     no arguments, remembered as malformed: we answer it with an error, and the history we
-    replay to the provider stays valid JSON.
+    replay to the provider stays valid JSON. A key the model repeats (a proxy that leaked it)
+    is redacted wherever it is, text or tool call, before it reaches the state.
 
     Streaming hides malformed JSON (LangChain parses partial JSON leniently, `{"id": X` ->
     `{}`), so the raw arguments the provider sent are checked too.
@@ -134,15 +137,28 @@ def storable_reply(reply: AIMessage) -> AIMessage:
         call_id = bad.get("id") or f"bad{index:06d}"  # nine characters, as Mistral wants
         malformed[call_id] = (bad.get("error") or "invalid arguments").splitlines()[0]
         calls.append(ToolCall(name=bad.get("name") or "unknown_tool", args={}, id=call_id))
-    if not malformed:
-        return reply
-    return AIMessage(
-        content="",
-        tool_calls=calls,
-        id=reply.id,
-        response_metadata={**reply.response_metadata, "malformed_calls": malformed},
-        usage_metadata=reply.usage_metadata,
-    )
+    if malformed:
+        reply = AIMessage(
+            content="",
+            tool_calls=calls,
+            id=reply.id,
+            response_metadata={**reply.response_metadata, "malformed_calls": malformed},
+            usage_metadata=reply.usage_metadata,
+        )
+    return _without_secrets(reply)
+
+
+def _without_secrets(reply: AIMessage) -> AIMessage:
+    # The raw arguments (`additional_kwargs`) and a malformed call's text are kept too.
+    said = {
+        "content": reply.content,
+        "tool_calls": reply.tool_calls,
+        "invalid_tool_calls": reply.invalid_tool_calls,
+        "additional_kwargs": reply.additional_kwargs,
+        "response_metadata": reply.response_metadata,
+    }
+    kept = redact_data(said)
+    return reply if kept == said else reply.model_copy(update=kept)
 
 
 def unanswered_calls(messages: Sequence[AnyMessage]) -> list[ToolCall]:

@@ -34,6 +34,7 @@ def pending_in(thread_id: str, state: Any) -> ApprovalRequest | None:
                 kind=value["kind"],
                 options=tuple(value["options"]),
                 payload={k: v for k, v in value.items() if k not in _NOT_FOR_PEOPLE},
+                interrupt_id=pending.id,
             )
     return None
 

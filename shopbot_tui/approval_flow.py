@@ -82,7 +82,8 @@ class ApprovalFlow:
             elif (engine := chat.engine) is not None:
                 chat.turns.start(
                     request.thread_id,
-                    lambda: engine.resume(request.thread_id, decision),
+                    # The request shown: one asked anew meanwhile is not decided by it.
+                    lambda: engine.resume(request.thread_id, decision, asked=request),
                     decision=decision,
                 )
 

@@ -46,6 +46,11 @@ DECIDED_ELSEWHERE = (
     "This decision was already answered in another window or by `shopbot resume`; yours "
     "was not sent. The conversation is shown as stored."
 )
+# ... and asked another one since: the decision that waits now is shown instead.
+ASKED_ANEW_ELSEWHERE = (
+    "That decision was answered in another window or by `shopbot`, and another one was "
+    "asked since; yours was not sent. This is the decision that waits now."
+)
 # Why esc stopped nothing while the thread was still busy.
 STILL_PAYING = (
     "The approved refund is being paid and recorded; that cannot be stopped, and the reply "

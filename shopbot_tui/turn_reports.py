@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shopbot_tui.chat_notices import (
+    ASKED_ANEW_ELSEWHERE,
     BUSY_ELSEWHERE,
     DECIDED_ELSEWHERE,
     DECIDING_ELSEWHERE,
@@ -40,7 +41,7 @@ def refusal_text(message: TurnRefused) -> str:
     """Why the message or decision was not sent, worded for this app (the engine's words
     name `shopbot` command lines or "another ShopBot window" only)."""
     if message.pending is not None:
-        return WAITS_FOR_DECISION
+        return WAITS_FOR_DECISION if message.decision is None else ASKED_ANEW_ELSEWHERE
     if message.busy_elsewhere:
         return BUSY_ELSEWHERE if message.decision is None else DECIDING_ELSEWHERE
     if message.nothing_pending and message.decision is not None:

@@ -12,12 +12,15 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 from agents.events import LimitReached
 from agents.facade import InputError
+from agents.prompts import SUMMARY_PROMPT
 from agents.replies import LIMIT_REACHED
 from agents.specialists.answering import EMPTY_REPLY_FALLBACK
+from agents.summary import SUMMARY_TRIGGER
 from tests.engine_support import (
     assert_mistral_valid,
     audit_of,
     decide,
+    files_holding,
     history,
     kinds,
     open_engine,
@@ -25,6 +28,7 @@ from tests.engine_support import (
     tools_run,
 )
 from tests.fakes.scripted_model import (
+    Request,
     ScriptedChatModel,
     call,
     calls,
@@ -298,3 +302,22 @@ async def test_a_decision_on_an_order_refunded_meanwhile_pays_nothing_and_says_s
         decided = [e.detail for e in audit_of(engine, "pd") if e.kind == "approval_decided"]
         assert decided[0]["already_refunded"] == paid.record.reference
         assert "refund_processed" not in kinds(audit_of(engine, "pd"))
+
+
+async def test_a_key_in_the_models_summary_is_not_kept(tmp_path: Path) -> None:
+    # Key-shaped (32 random alphanumerics): redacted without being registered.
+    leaked = "q7Rk2ZpX9vLm4TnB8wYc3HdJ6fGs1Ua5"
+
+    def answer(request: Request) -> AIMessage:
+        if request.messages[0].content == SUMMARY_PROMPT:
+            return says(f"Alex asked about ORD-001; the proxy said {leaked}.")
+        return says("Happy to help.")
+
+    model = ScriptedChatModel().script(*[answer] * (SUMMARY_TRIGGER // 2 + 2))
+    async with open_engine(tmp_path, model=model) as engine:
+        while "summarised" not in kinds(audit_of(engine, "sum")):
+            await say(engine, "sum", "Where is ORD-001?", "Alex")
+        state = await engine.graph.aget_state({"configurable": {"thread_id": "sum"}})
+        assert "Alex asked about ORD-001" in state.values["summary"]
+        assert leaked not in state.values["summary"]
+    assert not files_holding(tmp_path, leaked)

@@ -7,6 +7,7 @@ would reject, so every flow here also proves our histories are valid for Mistral
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -481,4 +482,44 @@ async def test_a_key_the_model_repeats_is_kept_out_of_the_reply_and_every_store(
         assert not [e for e in turn.of(TokenDelta) if FAKE_API_KEY[:3] in e.text]
         assert all(FAKE_API_KEY not in line.text for line in engine.transcript("leak"))
         assert all(FAKE_API_KEY not in str(m.content) for m in await history(engine, "leak"))
+    assert not files_holding(tmp_path, FAKE_API_KEY)
+
+
+async def test_a_key_in_a_tool_calling_reply_reaches_no_store(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    # The same leaked key, in the text beside a tool call and in the call's arguments: only
+    # a reply without tool calls was redacted, so these reached the checkpoints whole.
+    call = tool_call("lookup_order", {"order_id": "ORD-001", "note": FAKE_API_KEY})
+    fake_mistral.script(
+        replace(call, content=f"Checking it with {FAKE_API_KEY} now."),
+        structured("OrderExtraction", {"order_id": "ORD-001", "query_type": "status"}),
+        text("Delivered."),
+    )
+    async with open_engine(tmp_path, offline=False) as engine:
+        turn = await say(engine, "leak", "Where is ORD-001?", "Alex")
+        assert turn.result.reply == "Delivered."
+        assert tools_run(audit_of(engine, "leak")) == [("lookup_order", {"order_id": "ORD-001"})]
+        stored = await history(engine, "leak")
+        assert all(FAKE_API_KEY not in repr(m) for m in stored)
+    assert not files_holding(tmp_path, FAKE_API_KEY)
+
+
+async def test_a_key_in_an_extraction_reaches_no_store_nor_the_reviewer(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    # What the model extracts is kept (the state, the gates' texts) and, for an upset
+    # customer, shown to the person reviewing the complaint.
+    fake_mistral.script(
+        tool_call("transfer_to_complaints_agent"),
+        structured(
+            "ComplaintExtraction",
+            {"issue_summary": f"Parcel late, proxy said {FAKE_API_KEY}", "sentiment": "angry"},
+        ),
+    )
+    async with open_engine(tmp_path, offline=False) as engine:
+        turn = await say(engine, "xk", "Two weeks late and NOBODY answers!", "Alex")
+        assert turn.result.pending is not None
+        assert "Parcel late, proxy said" in turn.result.pending.payload["issue_summary"]
+        assert FAKE_API_KEY not in str(turn.result.to_json())
     assert not files_holding(tmp_path, FAKE_API_KEY)

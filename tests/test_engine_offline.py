@@ -15,6 +15,7 @@ from langchain_core.messages import ToolMessage
 
 from agents import turn_guard
 from agents.context import RetryBudget
+from agents.errors import DecisionPending
 from agents.events import (
     ApprovalRequested,
     Escalated,
@@ -22,6 +23,7 @@ from agents.events import (
     HandedOff,
     ReplyDone,
     StepChanged,
+    outcome,
 )
 from agents.facade import InputError, ShopBotEngine
 from agents.offline.demo_model import OfflineDemoModel
@@ -99,6 +101,25 @@ async def test_refund_not_approved_pays_nothing(tmp_path: Path, decision: str) -
         assert not any(name == "process_refund" for name, _ in tools_run(events))
         assert ("escalated" in kinds(events)) == (decision == "escalate")
         assert done.result.reply  # the model tells the customer what happened
+
+
+async def test_a_decision_on_a_request_asked_anew_meanwhile_decides_nothing(
+    tmp_path: Path,
+) -> None:
+    async with open_engine(tmp_path) as engine:
+        reason = "the speaker crackles at any volume"
+        shown = (await say(engine, "r3", f"Refund ORD-005, {reason}", "Sam")).result.pending
+        assert shown is not None
+        await decide(engine, "r3", "reject")  # elsewhere, then the same refund asked again
+        again = (await say(engine, "r3", f"Refund ORD-005 after all, {reason}", "Sam")).result
+        assert again.pending is not None and again.pending.payload == shown.payload
+        with pytest.raises(DecisionPending) as refused:
+            await outcome(engine.resume("r3", "approve", asked=shown))
+        assert refused.value.request == again.pending
+        assert engine.shop.refund_for("ORD-005") is None
+        assert kinds(audit_of(engine, "r3")).count("approval_decided") == 1
+        done = await outcome(engine.resume("r3", "approve", asked=again.pending))
+        assert done.status == "done" and engine.shop.refund_for("ORD-005") is not None
 
 
 async def test_over_limit_refund_is_escalated_never_approved(tmp_path: Path) -> None:

@@ -159,6 +159,34 @@ def test_lenient_streaming_parse_is_caught_by_the_raw_arguments() -> None:
     assert "abc123XYZ" in stored.response_metadata["malformed_calls"]
 
 
+# Key-shaped (32 random alphanumerics): redacted without being registered.
+LEAKED_KEY = "q7Rk2ZpX9vLm4TnB8wYc3HdJ6fGs1Ua5"
+
+
+def test_a_key_in_a_tool_calling_reply_is_not_kept_even_in_malformed_arguments() -> None:
+    raw = f'{{"order_id": "{LEAKED_KEY}"'
+    streamed = AIMessage(
+        content=f"Using {LEAKED_KEY}",
+        tool_calls=[{"name": "lookup_order", "args": {}, "id": "abc123XYZ"}],
+        additional_kwargs={
+            "tool_calls": [
+                {"id": "abc123XYZ", "function": {"name": "lookup_order", "arguments": raw}}
+            ]
+        },
+    )
+    stored = storable_reply(streamed)
+    assert "abc123XYZ" in stored.response_metadata["malformed_calls"]
+    assert LEAKED_KEY not in repr(stored)
+    # The refusal quotes the malformed arguments: to the model, the audit log and the screen.
+    (pending,) = unanswered_calls([HumanMessage(content="x"), stored])
+    assert LEAKED_KEY not in pending["args"][MALFORMED]
+    well_formed = AIMessage(
+        content="",
+        tool_calls=[{"name": "lookup_order", "args": {"order_id": LEAKED_KEY}, "id": "abc123XYZ"}],
+    )
+    assert LEAKED_KEY not in repr(storable_reply(well_formed))
+
+
 def test_summary_cut_keeps_recent_turns_whole() -> None:
     short = [HumanMessage(content=str(n)) for n in range(SUMMARY_TRIGGER)]
     assert summary_cut(short) == 0

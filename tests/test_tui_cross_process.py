@@ -27,7 +27,12 @@ from agents.settings import Settings
 from agents.shop_data import ShopData
 from shopbot_tui import thread_opening
 from shopbot_tui.approval_flow import ANSWERING_ELSEWHERE
-from shopbot_tui.chat_notices import BUSY_ELSEWHERE, DECIDED_ELSEWHERE, DECIDING_ELSEWHERE
+from shopbot_tui.chat_notices import (
+    ASKED_ANEW_ELSEWHERE,
+    BUSY_ELSEWHERE,
+    DECIDED_ELSEWHERE,
+    DECIDING_ELSEWHERE,
+)
 from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.audit_viewer import AuditViewerScreen
 from shopbot_tui.screens.chat import ChatScreen
@@ -256,3 +261,31 @@ async def test_the_audit_viewer_and_the_thread_list_show_what_another_process_wr
             for i in range(table.row_count)
         }
         assert rows == {"t-cli": ("Alex", "1"), "t-test": ("Sam", "2")}
+
+
+async def test_a_decision_is_never_applied_to_another_request_than_the_one_shown(
+    tmp_path: Path,
+) -> None:
+    # No customer given: any order may be asked about. The app asks about ORD-005; meanwhile
+    # a command rejects it and asks a refund of ORD-001. "approve" here meant ORD-005.
+    app = make_app(tmp_path, customer=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, REFUND)
+        assert isinstance(app.screen, ApprovalScreen)
+        assert app.screen.request.payload["order_id"] == "ORD-005"
+        done = await shopbot(tmp_path, "resume", "t-test", "reject")
+        assert done.returncode == 0, done.stderr
+        other = "I want a refund for ORD-001, the left earcup stopped working"
+        asked = await shopbot(tmp_path, "chat", "t-test", other, "--json")
+        assert asked.returncode == 0 and '"ORD-001"' in asked.stdout, asked.stdout
+        await pilot.press("a", "enter")
+        await settle(pilot)
+        assert refunds_paid(tmp_path) == []
+        # The decision now waiting is asked here, as it is.
+        assert isinstance(app.screen, ApprovalScreen)
+        assert app.screen.request.payload["order_id"] == "ORD-001"
+        assert any(ASKED_ANEW_ELSEWHERE in w for w in warnings(app)), warnings(app)
+        await pilot.press("a", "enter")
+        await settle(pilot)
+        assert refunds_paid(tmp_path) == ["ORD-001"]

