@@ -320,7 +320,7 @@ class ShopBotEngine:
             if choice not in pending.options:
                 what = pending.kind.replace("_", " ")
                 raise InputError(
-                    f"{quoted(decision.strip())} is not an option for this {what}; "
+                    f"{quoted(redact(decision.strip()))} is not an option for this {what}; "
                     f"choose one of: {', '.join(pending.options)}."
                 )
             self.threads.update(thread_id, status="answering")

@@ -40,16 +40,20 @@ class Settings:
     # Why MISTRAL_API_KEY cannot be used, said when a model is made: `--offline`, `threads`
     # and `audit` need no key and work with a mistyped one.
     key_problem: str | None = None
+    # A MISTRAL_API_KEY refused as malformed is still someone's key: redacted all the same.
+    refused_key: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, *, offline: bool = False, home: Path | None = None) -> Settings:
         """Settings from the environment; a key that cannot be one is kept as `key_problem`."""
         key: str | None = None
         problem: str | None = None
+        refused: str | None = None
         try:
             key = api_key_from(os.environ.get("MISTRAL_API_KEY", ""))
         except ConfigurationError as exc:
             problem = str(exc)
+            refused = os.environ.get("MISTRAL_API_KEY", "").strip()
         return cls(
             home=home or default_home(),
             model_name=os.environ.get("SHOPBOT_MODEL", "").strip() or DEFAULT_MODEL,
@@ -57,6 +61,7 @@ class Settings:
             force_offline=offline,
             base_url=os.environ.get("MISTRAL_BASE_URL", "").strip() or None,
             key_problem=problem,
+            refused_key=refused,
         )
 
     @property
@@ -88,7 +93,7 @@ class Settings:
 
     def secrets(self) -> tuple[str, ...]:
         """Values that must be redacted wherever text is stored or shown."""
-        found = [self.api_key] if self.api_key else []
+        found = [key for key in (self.api_key, self.refused_key) if key]
         password = _url_password(self.base_url)
         if password:
             found += [password, unquote(password)]

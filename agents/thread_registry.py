@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from agents.events import AGENTS, DEFAULT_AGENT
+from agents.redaction import redact
 from agents.sqlite_store import (
     SqliteStore,
     immediate_transaction,
@@ -227,7 +228,8 @@ class ThreadRegistry(SqliteStore):
         if role not in ROLES:
             raise ValueError(f"Unknown role {role!r}; known: {', '.join(ROLES)}")
         ts = utc_timestamp()
-        text = storable_text(text)
+        # Every source redacts what it says; this catches one that forgot (as the audit log).
+        text = redact(storable_text(text))
         title = make_title(text) if role == "customer" else None
         with self._lock, immediate_transaction(self._conn) as conn:
             changed = conn.execute(

@@ -457,6 +457,16 @@ def test_a_decision_that_is_not_an_option_is_echoed_safely(tmp_path: Path) -> No
     assert_shown_safely(line)
 
 
+def test_a_key_pasted_as_the_decision_is_not_echoed(tmp_path: Path) -> None:
+    ask = run(tmp_path, "chat", "r2", "Refund ORD-005, it crackles at any volume", "--offline")
+    assert ask.returncode == 0, ask.stderr
+    done = run(tmp_path, "resume", "r2", FAKE_API_KEY, "--offline")
+    assert done.returncode == 2
+    line = one_line_error(done)
+    assert "is not an option" in line and "[REDACTED]" in line
+    assert FAKE_API_KEY[:12] not in line
+
+
 def test_a_data_folder_named_with_an_undecodable_byte_is_named_readably(tmp_path: Path) -> None:
     a_file = tmp_path / "data\udcff"
     a_file.write_text("x")

@@ -56,6 +56,9 @@ def test_a_key_with_inner_whitespace_or_control_characters_is_refused_unechoed(
     assert "MISTRAL_API_KEY" in message and "\n" not in message
     assert "Part1" not in message and "Part2" not in message
     assert isinstance(refused.value, InputError)  # the CLI's exit 2
+    # Still someone's key, mistyped: redacted like a good one (pasted, or in an error text).
+    assert key.strip() in settings.secrets()
+    assert "Part1" not in repr(settings)
 
 
 def test_credentials_in_the_base_url_are_secrets(

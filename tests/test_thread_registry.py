@@ -281,3 +281,11 @@ def test_a_turn_held_elsewhere_is_told_only_while_its_lease_is_live(
     assert not registry.turn_held_elsewhere("h1", "window-2")
     registry.release_turn("h1", "me")
     assert not registry.turn_held_elsewhere("h1", "window-2")
+
+
+def test_a_line_holding_a_key_is_stored_redacted(registry: ThreadRegistry) -> None:
+    # Every source redacts what it says first; the transcript catches one that forgot.
+    registry.ensure("t-key", customer="Alex")
+    line = registry.append_line("t-key", "note", "failed: Authorization: Bearer abc123def456ghi")
+    assert line.text == "failed: Authorization: [REDACTED]"
+    assert [stored.text for stored in registry.lines("t-key")] == [line.text]
