@@ -176,6 +176,16 @@ class ChatScreen(Screen[None]):
 
     # --- sending -------------------------------------------------------------------------
 
+    def on_key(self, event: events.Key) -> None:
+        """Typing while the conversation has the focus (clicked or tabbed to, to scroll it)
+        goes into the message box: those letters went nowhere, and were lost."""
+        box = self.message_input
+        if self.focused is not box and event.is_printable and event.character:
+            event.stop()
+            event.prevent_default()
+            box.focus()
+            box.insert_text_at_cursor(event.character)
+
     @on(Input.Submitted, "#message")
     def _submit(self, event: Input.Submitted) -> None:
         event.stop()
