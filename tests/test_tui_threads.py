@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from textual.command import CommandPalette
+from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, Input
 
 from agents.facade import ShopBotEngine
@@ -279,6 +279,72 @@ async def test_command_palette_runs_app_commands(tmp_path: Path) -> None:
         await pilot.press("enter")
         await settle(pilot)
         assert app.current_theme.dark is not dark
+
+
+class SlowStartEngine(ShopBotEngine):
+    """The engine, its start held until the test lets it go."""
+
+    go = asyncio.Event()
+
+    async def start(self) -> None:
+        await self.go.wait()
+        await super().start()
+
+
+async def test_palette_commands_that_need_the_engine_say_it_is_still_loading(
+    tmp_path: Path,
+) -> None:
+    """Offered by the palette while the engine loaded, they did nothing, and said nothing."""
+    SlowStartEngine.go = asyncio.Event()
+    app = make_app(tmp_path, thread_id="t-early", engine_class=SlowStartEngine)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.engine is None
+        for said, command in enumerate(("new conv", "switch thr", "export chat"), start=1):
+            await pilot.press("ctrl+p")
+            await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), "palette")
+            await pilot.press(*command)
+            await wait_until(
+                pilot,
+                lambda: app.screen.query_one(CommandList).option_count > 0,
+                "the palette to find the command",
+            )
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen), "the chat")
+            await wait_until(pilot, lambda n=said: len(app.notices) == n, f"word on {command!r}")
+            assert "still loading" in app.notices[-1][2], app.notices[-1]
+        assert app.chat.thread_id == "t-early"
+        SlowStartEngine.go.set()
+        await settle(pilot)
+        assert app.engine is not None
+
+
+class EngineThatCannotStart(ShopBotEngine):
+    async def start(self) -> None:
+        raise OSError("disk full")
+
+
+async def test_an_engine_that_could_not_start_is_never_said_to_be_loading(
+    tmp_path: Path,
+) -> None:
+    app = make_app(tmp_path, engine_class=EngineThatCannotStart)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.engine is None
+        assert any("could not start" in notice for notice in iter_notices(app, "error"))
+        app.notices.clear()
+        await send(pilot, "Where is ORD-002?")
+        await pilot.press("ctrl+p", *"new conv")
+        await wait_until(
+            pilot,
+            lambda: app.screen.query_one(CommandList).option_count > 0,
+            "the palette to find the command",
+        )
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(app.notices) == 2, "both said")
+        said = " ".join(f"{title}: {text}" for _, title, text in app.notices)
+        assert "loading" not in said and said.count("could not start") == 2, said
+        assert app.chat.message_input.value == "Where is ORD-002?"
 
 
 async def test_audit_log_opens_over_the_chat(tmp_path: Path) -> None:
