@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from textual.color import Color
 from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, Input
 
@@ -20,6 +21,7 @@ from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.screens.threads import ThreadsScreen
 from shopbot_tui.widgets.conversation import AssistantReply
 from tests.fakes.damage import damage_thread_state, filled_audit_log, garble_past_first_page
+from tests.test_tui_chat import contrast
 from tests.test_tui_helpers import (
     SIZE,
     GatedModel,
@@ -257,6 +259,36 @@ async def test_thread_list_filter(tmp_path: Path) -> None:
         await pilot.press("escape")
         assert isinstance(app.screen, ChatScreen)
         assert app.chat.thread_id == "t-b"
+
+
+async def test_the_marks_of_the_thread_list_read_in_the_light_theme_too(tmp_path: Path) -> None:
+    """The "waits for a decision" mark was pure yellow: 1.2:1 on the light theme's grey."""
+    app = make_app(tmp_path, thread_id="t-idle")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.engine is not None
+        for thread_id, status in (("t-waits", "awaiting_approval"), ("t-broke", "error")):
+            app.engine.threads.ensure(thread_id, customer="Sam")
+            app.engine.threads.update(thread_id, status=status)
+        app.engine.threads.ensure("t-idle", customer="Sam")  # the newest: the cursor's row
+        app.theme = "textual-dark"
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), "the list")
+        for theme in ("textual-dark", "textual-light"):  # switched with the list open
+            app.theme = theme
+            await settle(pilot)
+            marks = [
+                segment
+                for strip in app.screen._compositor.render_strips()
+                for segment in strip
+                if segment.text.strip() in ("●", "✗") and segment.style is not None
+            ]
+            assert len(marks) == 3, marks  # two rows and the hint
+            for mark in marks:
+                assert mark.style is not None and mark.style.color and mark.style.bgcolor
+                ink = Color.from_rich_color(mark.style.color)
+                paper = Color.from_rich_color(mark.style.bgcolor)
+                assert contrast(ink, paper) >= 3, (theme, mark.text, ink.hex, paper.hex)
 
 
 async def test_command_palette_runs_app_commands(tmp_path: Path) -> None:
