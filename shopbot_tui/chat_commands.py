@@ -32,6 +32,9 @@ class ChatCommands:
         """Start a turn on the open thread with `text`, or say why not (it stays in the box)."""
         chat = self._chat
         engine, thread_id, customer = chat.engine, chat.thread_id, chat.customer
+        if not text:
+            # Nothing typed (an Enter more, as after deciding in the dialog): nothing to say.
+            return
         if engine is None:
             chat.notices.not_sent(STILL_LOADING if chat.engine_error is None else NO_ENGINE)
         elif not chat.thread_ready:
