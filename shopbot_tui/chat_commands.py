@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shopbot_tui.chat_notices import (
+    NO_ENGINE,
     STILL_ANSWERING,
     STILL_LOADING,
     STILL_OPENING,
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
 
 
 class ChatCommands:
-    """What the person asks of `chat`; commands that need the engine do nothing until it is up."""
+    """What the person asks of `chat`; commands that need the engine say it is loading until
+    it is up (their keys are off till then, but the command palette offers them)."""
 
     def __init__(self, chat: ChatScreen) -> None:
         self._chat = chat
@@ -30,8 +32,11 @@ class ChatCommands:
         """Start a turn on the open thread with `text`, or say why not (it stays in the box)."""
         chat = self._chat
         engine, thread_id, customer = chat.engine, chat.thread_id, chat.customer
+        if not text:
+            # Nothing typed (an Enter more, as after deciding in the dialog): nothing to say.
+            return
         if engine is None:
-            chat.notices.not_sent(STILL_LOADING)
+            chat.notices.not_sent(STILL_LOADING if chat.engine_error is None else NO_ENGINE)
         elif not chat.thread_ready:
             chat.notices.not_sent(STILL_OPENING)
         elif thread_id in chat.busy:
@@ -60,16 +65,26 @@ class ChatCommands:
             # Too late: said, or esc would seem broken.
             chat.notices.cannot_stop(paying=engine.paying_refund(thread_id))
 
-    async def new_thread(self) -> None:
+    def _engine(self) -> ShopBotEngine | None:
+        """The engine, or None, said why (loading, or it could not start)."""
         chat = self._chat
         if chat.engine is None:
+            if chat.engine_error is not None:
+                chat.notices.engine_failed(chat.engine_error)
+            else:
+                chat.notices.engine_loading()
+        return chat.engine
+
+    async def new_thread(self) -> None:
+        chat = self._chat
+        if self._engine() is None:
             return
         await chat.open_thread(new_thread_id(), chat.customer)
         chat.notices.new_conversation(chat.thread_id)
 
     def choose_thread(self) -> None:
         chat = self._chat
-        if chat.engine is None:
+        if (engine := self._engine()) is None:
             return
 
         from shopbot_tui.screens.threads import ThreadChoice, ThreadsScreen  # not for first paint
@@ -82,7 +97,7 @@ class ChatCommands:
 
         chat.app.push_screen(
             ThreadsScreen(
-                chat.engine.list_threads,
+                engine.list_threads,
                 current_thread=chat.thread_id,
                 customer=chat.customer,
                 settings=chat.settings,
@@ -101,9 +116,9 @@ class ChatCommands:
     def export(self) -> None:
         """Write the open thread's whole transcript to a Markdown file, in a worker."""
         chat = self._chat
-        if chat.engine is not None:
+        if (engine := self._engine()) is not None:
             chat.run_worker(
-                self._export(chat.engine, chat.thread_id),
+                self._export(engine, chat.thread_id),
                 name=f"export {chat.thread_id}",
                 group="export",
                 description="export a conversation",

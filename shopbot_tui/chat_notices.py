@@ -19,8 +19,11 @@ if TYPE_CHECKING:
     from agents.facade import TurnResult
     from shopbot_tui.messages import ChatExported, ProviderRetrying, TurnProblem
 
+# A palette command that needs the engine, chosen before it is up (its key is off till then).
+ENGINE_LOADING = "ShopBot is still loading the engine; try again in a moment."
 # Why a message was not sent; the text stays in the box.
 STILL_LOADING = "ShopBot is still loading the engine; your message is kept."
+NO_ENGINE = "ShopBot could not start (see the conversation); your message is kept."
 STILL_OPENING = "The conversation is still opening; your message is kept."
 STILL_ANSWERING = (
     "ShopBot is still answering. Send this when the reply is done, or press esc to stop the "
@@ -74,6 +77,9 @@ class ChatNotices:
 
     def not_sent(self, reason: str) -> None:
         self._screen.notify(reason, title="Not sent", severity="warning", markup=False)
+
+    def engine_loading(self) -> None:
+        self._screen.notify(ENGINE_LOADING, title="Not yet", severity="warning")
 
     def engine_failed(self, error: str) -> None:
         self._screen.notify(error, title="ShopBot could not start", severity="error", markup=False)

@@ -114,6 +114,21 @@ async def test_refund_opens_the_modal_and_approve_by_key(tmp_path: Path) -> None
         assert stored_notes == notes(app)[1:]  # the welcome line is not stored
 
 
+async def test_enter_pressed_twice_to_decide_says_nothing_of_an_empty_message(
+    tmp_path: Path,
+) -> None:
+    """The second Enter reached the empty message box: "Not sent: the message is empty"."""
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await dialog_after(pilot, REFUND)
+        await pilot.press("a", "enter", "enter")
+        await settle(pilot)
+        assert "decision: approve" in notes(app)
+        assert not list(iter_notices(app, "warning")), app.notices
+        assert app.focused is app.chat.message_input
+
+
 async def test_refund_reject(tmp_path: Path) -> None:
     app = make_app(tmp_path, customer="Sam")
     async with app.run_test(size=SIZE) as pilot:

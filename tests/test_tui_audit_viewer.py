@@ -555,7 +555,7 @@ def test_snapshot_of_the_viewer(audit_path: Path, snap_compare: Any) -> None:
     assert snap_compare(ViewerHost(audit_path), terminal_size=(120, 34), run_before=run_before)
 
 
-@pytest.mark.parametrize("size", [(80, 24), (70, 20)])
+@pytest.mark.parametrize("size", [(80, 24), (70, 20), (60, 20)])
 async def test_every_filter_shows_in_a_small_terminal(
     audit_path: Path, size: tuple[int, int]
 ) -> None:

@@ -364,6 +364,47 @@ async def test_input_errors_keep_the_text(tmp_path: Path) -> None:
         assert len(app.chat.query_one("#message", Input).value) == 16_001
 
 
+async def test_a_draft_survives_the_focus_leaving_the_box_and_coming_back(
+    tmp_path: Path,
+) -> None:
+    """Tab to the conversation and back selected the whole draft, and the next key typed
+    replaced it."""
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        box = app.chat.message_input
+        await pilot.press(*"my draft")
+        await pilot.press("tab")
+        assert app.focused is not box
+        await pilot.press("shift+tab")
+        assert app.focused is box
+        await pilot.press("!")
+        assert box.value == "my draft!"
+
+
+async def test_typing_while_the_conversation_has_the_focus_goes_into_the_box(
+    tmp_path: Path,
+) -> None:
+    """Clicked (to scroll or read) or tabbed to, the conversation kept the focus, and the
+    letters typed next went nowhere."""
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?")
+        box = app.chat.message_input
+        await pilot.click("#chat-log")
+        assert app.focused is app.chat.chat_log
+        await pilot.press(*"thanks")
+        assert box.value == "thanks" and app.focused is box
+        await pilot.press("tab")  # to the conversation again
+        assert app.focused is not box
+        await pilot.press("space", *"a lot")
+        assert box.value == "thanks a lot" and app.focused is box
+        await pilot.press("enter")
+        await settle(pilot)
+        assert transcript_on_screen(app)[-2] == ("customer", "thanks a lot")
+
+
 async def test_a_multi_line_paste_is_kept_whole(tmp_path: Path) -> None:
     app = make_app(tmp_path, customer="Jordan")
     async with app.run_test(size=SIZE) as pilot:

@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from textual.command import CommandPalette
+from textual.color import Color
+from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, Input
 
 from agents.facade import ShopBotEngine
@@ -20,6 +21,7 @@ from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.screens.threads import ThreadsScreen
 from shopbot_tui.widgets.conversation import AssistantReply
 from tests.fakes.damage import damage_thread_state, filled_audit_log, garble_past_first_page
+from tests.test_tui_chat import contrast
 from tests.test_tui_helpers import (
     SIZE,
     GatedModel,
@@ -259,6 +261,36 @@ async def test_thread_list_filter(tmp_path: Path) -> None:
         assert app.chat.thread_id == "t-b"
 
 
+async def test_the_marks_of_the_thread_list_read_in_the_light_theme_too(tmp_path: Path) -> None:
+    """The "waits for a decision" mark was pure yellow: 1.2:1 on the light theme's grey."""
+    app = make_app(tmp_path, thread_id="t-idle")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.engine is not None
+        for thread_id, status in (("t-waits", "awaiting_approval"), ("t-broke", "error")):
+            app.engine.threads.ensure(thread_id, customer="Sam")
+            app.engine.threads.update(thread_id, status=status)
+        app.engine.threads.ensure("t-idle", customer="Sam")  # the newest: the cursor's row
+        app.theme = "textual-dark"
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), "the list")
+        for theme in ("textual-dark", "textual-light"):  # switched with the list open
+            app.theme = theme
+            await settle(pilot)
+            marks = [
+                segment
+                for strip in app.screen._compositor.render_strips()
+                for segment in strip
+                if segment.text.strip() in ("●", "✗") and segment.style is not None
+            ]
+            assert len(marks) == 3, marks  # two rows and the hint
+            for mark in marks:
+                assert mark.style is not None and mark.style.color and mark.style.bgcolor
+                ink = Color.from_rich_color(mark.style.color)
+                paper = Color.from_rich_color(mark.style.bgcolor)
+                assert contrast(ink, paper) >= 3, (theme, mark.text, ink.hex, paper.hex)
+
+
 async def test_command_palette_runs_app_commands(tmp_path: Path) -> None:
     app = make_app(tmp_path, thread_id="t-palette")
     async with app.run_test(size=SIZE) as pilot:
@@ -279,6 +311,72 @@ async def test_command_palette_runs_app_commands(tmp_path: Path) -> None:
         await pilot.press("enter")
         await settle(pilot)
         assert app.current_theme.dark is not dark
+
+
+class SlowStartEngine(ShopBotEngine):
+    """The engine, its start held until the test lets it go."""
+
+    go = asyncio.Event()
+
+    async def start(self) -> None:
+        await self.go.wait()
+        await super().start()
+
+
+async def test_palette_commands_that_need_the_engine_say_it_is_still_loading(
+    tmp_path: Path,
+) -> None:
+    """Offered by the palette while the engine loaded, they did nothing, and said nothing."""
+    SlowStartEngine.go = asyncio.Event()
+    app = make_app(tmp_path, thread_id="t-early", engine_class=SlowStartEngine)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.engine is None
+        for said, command in enumerate(("new conv", "switch thr", "export chat"), start=1):
+            await pilot.press("ctrl+p")
+            await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), "palette")
+            await pilot.press(*command)
+            await wait_until(
+                pilot,
+                lambda: app.screen.query_one(CommandList).option_count > 0,
+                "the palette to find the command",
+            )
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen), "the chat")
+            await wait_until(pilot, lambda n=said: len(app.notices) == n, f"word on {command!r}")
+            assert "still loading" in app.notices[-1][2], app.notices[-1]
+        assert app.chat.thread_id == "t-early"
+        SlowStartEngine.go.set()
+        await settle(pilot)
+        assert app.engine is not None
+
+
+class EngineThatCannotStart(ShopBotEngine):
+    async def start(self) -> None:
+        raise OSError("disk full")
+
+
+async def test_an_engine_that_could_not_start_is_never_said_to_be_loading(
+    tmp_path: Path,
+) -> None:
+    app = make_app(tmp_path, engine_class=EngineThatCannotStart)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.engine is None
+        assert any("could not start" in notice for notice in iter_notices(app, "error"))
+        app.notices.clear()
+        await send(pilot, "Where is ORD-002?")
+        await pilot.press("ctrl+p", *"new conv")
+        await wait_until(
+            pilot,
+            lambda: app.screen.query_one(CommandList).option_count > 0,
+            "the palette to find the command",
+        )
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(app.notices) == 2, "both said")
+        said = " ".join(f"{title}: {text}" for _, title, text in app.notices)
+        assert "loading" not in said and said.count("could not start") == 2, said
+        assert app.chat.message_input.value == "Where is ORD-002?"
 
 
 async def test_audit_log_opens_over_the_chat(tmp_path: Path) -> None:

@@ -93,6 +93,8 @@ class ChatScreen(Screen[None]):
         super().__init__()
         self.settings = settings
         self.engine: ShopBotEngine | None = None
+        # Why the engine could not start (then it never will): said instead of "loading".
+        self.engine_error: str | None = None
         # The open thread: the one messages go to, and the decision it waits for.
         self.thread_id = thread_id
         self.customer = customer
@@ -162,6 +164,7 @@ class ChatScreen(Screen[None]):
         await self.open_thread(self.thread_id, self.customer)
 
     async def engine_failed(self, error: str) -> None:
+        self.engine_error = error
         await self.chat_log.remove_children()
         await self.chat_log.mount(SystemNote(f"⚠ The engine could not start: {error}"))
         self.notices.engine_failed(error)
@@ -175,6 +178,16 @@ class ChatScreen(Screen[None]):
         await self.opener.loaded(message)
 
     # --- sending -------------------------------------------------------------------------
+
+    def on_key(self, event: events.Key) -> None:
+        """Typing while the conversation has the focus (clicked or tabbed to, to scroll it)
+        goes into the message box: those letters went nowhere, and were lost."""
+        box = self.message_input
+        if self.focused is not box and event.is_printable and event.character:
+            event.stop()
+            event.prevent_default()
+            box.focus()
+            box.insert_text_at_cursor(event.character)
 
     @on(Input.Submitted, "#message")
     def _submit(self, event: Input.Submitted) -> None:

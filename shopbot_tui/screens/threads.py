@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -15,6 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen
+from textual.theme import Theme
 from textual.widgets import Button, DataTable, Footer, Input, Static
 
 from agents.facade import (
@@ -29,10 +30,11 @@ from agents.facade import (
 from shopbot_tui.ids import new_thread_id
 from shopbot_tui.toasts import hide_covered_toasts
 
+# Theme colours ($name): plain yellow was 1.2:1 on the light theme's grey (theme_style).
 STATUS_MARKS: dict[str, tuple[str, str]] = {
     "answering": ("…", "italic"),
-    "awaiting_approval": ("●", "bold yellow"),
-    "error": ("✗", "bold red"),
+    "awaiting_approval": ("●", "bold $text-warning"),
+    "error": ("✗", "bold $text-error"),
     "idle": ("", ""),
 }
 TITLE_WIDTH = 30
@@ -54,6 +56,14 @@ class ThreadChoice:
 class ThreadsLoaded(Message):
     threads: list[ThreadInfo]
     error: str = ""
+
+
+def theme_style(style: str, variables: Mapping[str, str]) -> str:
+    """'bold $text-warning' -> 'bold #A86D1C' in the theme of `variables` (a DataTable cell is
+    Rich text, which knows no theme variables)."""
+    return " ".join(
+        variables.get(word[1:], "") if word.startswith("$") else word for word in style.split()
+    )
 
 
 def matches(info: ThreadInfo, needle: str) -> bool:
@@ -120,7 +130,7 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
                 yield Button(Content("New conversation"), id="new", variant="primary")
             yield Static(
                 Content.assemble(
-                    ("●", "bold yellow"),
+                    ("●", STATUS_MARKS["awaiting_approval"][1]),
                     " waits for a decision · ",
                     ("enter", "bold"),
                     " open · ",
@@ -156,7 +166,17 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         table.add_column(Text("Agent"), key="agent")
         table.add_column(Text("Turns"), key="turns")
         table.add_column(Text("Updated (UTC)"), key="updated")
+        self.app.theme_changed_signal.subscribe(self, self._restyle)
         self._load()
+
+    def on_unmount(self) -> None:
+        self.app.theme_changed_signal.unsubscribe(self)
+
+    def _restyle(self, _theme: Theme) -> None:
+        table = self.query_one("#threads", DataTable)
+        row = table.cursor_row
+        self._fill(self.query_one("#filter", Input).value)
+        table.move_cursor(row=row)
 
     @work(exclusive=True, exit_on_error=False, group="threads-load")
     async def _load(self) -> None:
@@ -187,13 +207,14 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
     def _fill(self, needle: str) -> None:
         table: DataTable[Text] = self.query_one("#threads", DataTable)
         table.clear()
+        variables = self.app.theme_variables
         for info in self._threads:
             if not matches(info, needle.strip()):
                 continue
             mark, style = STATUS_MARKS.get(info.status, ("", ""))
             current = info.thread_id == self._current
             table.add_row(
-                Text(mark, style=style),
+                Text(mark, style=theme_style(style, variables)),
                 Text(info.thread_id, style="bold" if current else ""),
                 Text(visible(info.customer or "")),
                 Text(visible(info.title), overflow="ellipsis", no_wrap=True),

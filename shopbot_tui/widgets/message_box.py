@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual import events
 from textual.widgets import Input
 
@@ -17,6 +19,12 @@ class MessageBox(Input):
     Textual's `Input` keeps only the first line of a paste; pasting a customer's e-mail
     must not silently drop the rest of it.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Not selected on focus: tabbed back to, the whole draft was selected and the next
+        # key typed replaced it.
+        kwargs.setdefault("select_on_focus", False)
+        super().__init__(*args, **kwargs)
 
     def _on_paste(self, event: events.Paste) -> None:
         # Runs before `Input._on_paste`; preventing the default skips that one.
