@@ -199,8 +199,9 @@ class ShopBotEngine:
         self._recorder.flush()
         return self._audit_log
 
-    def list_threads(self, limit: int = 200) -> list[ThreadInfo]:
-        return self.threads.list(limit=limit)
+    def list_threads(self, limit: int | None = 200, matching: str = "") -> list[ThreadInfo]:
+        """The most recently updated first; see `ThreadRegistry.list`."""
+        return self.threads.list(limit=limit, matching=matching)
 
     def thread(self, thread_id: str) -> ThreadInfo | None:
         return self.threads.get(thread_id)

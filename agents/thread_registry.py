@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from agents.events import AGENTS, DEFAULT_AGENT
+from agents.events import AGENT_TITLES, AGENTS, DEFAULT_AGENT
 from agents.redaction import redact
 from agents.sqlite_store import (
     SqliteStore,
@@ -101,6 +101,14 @@ class ThreadInfo:
     def to_json(self) -> dict[str, Any]:
         """Plain data for `--json` output."""
         return asdict(self)
+
+    def matches(self, needle: str) -> bool:
+        """Whether `needle` is in its id, customer, first message or agent, in any case."""
+        if not needle:
+            return True
+        agent = AGENT_TITLES.get(self.active_agent, "")
+        haystack = " ".join((self.thread_id, self.customer or "", self.title, agent))
+        return needle.casefold() in haystack.casefold()
 
 
 @dataclass(frozen=True)
@@ -203,13 +211,25 @@ class ThreadRegistry(SqliteStore):
         return info
 
     # `builtins.list` below: inside the class, `list` is this method.
-    def list(self, limit: int = 200) -> builtins.list[ThreadInfo]:
-        """Threads, the most recently updated first."""
+    def list(self, limit: int | None = 200, matching: str = "") -> builtins.list[ThreadInfo]:
+        """Threads, the most recently updated first: at most `limit` (all with None), and with
+        `matching` only those it `matches` (searched here, in Python: SQLite's LIKE and lower()
+        fold only ASCII letters, and a customer may well be called Łukasz)."""
+        needle = matching.strip()
+        # (SQLite's LIMIT -1: no limit; a search counts only the threads that match.)
+        bound = -1 if limit is None or needle else limit
         with self._lock:
             rows = self._conn.execute(
-                "SELECT * FROM threads ORDER BY touched DESC LIMIT ?", (limit,)
-            ).fetchall()
-        return [_info(row) for row in rows]
+                "SELECT * FROM threads ORDER BY touched DESC LIMIT ?", (bound,)
+            )
+            found: builtins.list[ThreadInfo] = []
+            for row in rows:
+                if limit is not None and len(found) >= limit:
+                    break
+                info = _info(row)
+                if info.matches(needle):
+                    found.append(info)
+        return found
 
     def with_status(self, status: ThreadStatus) -> builtins.list[ThreadInfo]:
         """Threads in `status` ("answering": their last turn has not ended, running elsewhere

@@ -271,7 +271,7 @@ def _threads(settings: Settings, as_json: bool) -> int:
     from agents.facade import ThreadRegistry
 
     with ThreadRegistry(settings.threads_path) as registry:
-        for info in registry.list():
+        for info in registry.list(limit=None):
             if as_json:
                 print(safe_json(info.to_json()))
             else:

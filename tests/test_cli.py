@@ -183,6 +183,15 @@ def test_threads_and_audit_json_lines(tmp_path: Path) -> None:
     assert {json.loads(line)["detail"]["tool"] for line in tools} == {"lookup_order"}
 
 
+def test_threads_lists_every_conversation(tmp_path: Path) -> None:
+    with ThreadRegistry(tmp_path / "threads.sqlite") as registry:
+        for number in range(250):
+            registry.ensure(f"t-{number:03d}", customer="Sam")
+    listed = run(tmp_path, "threads", "--json").stdout.splitlines()
+    assert len(listed) == 250  # not only the 200 the app's list shows at first
+    assert json.loads(listed[-1])["thread_id"] == "t-000"
+
+
 def test_audit_text_finds_events_showing_every_term_as_printed(tmp_path: Path) -> None:
     run(tmp_path, "chat", "s1", "Where is my order ORD-001?", "--customer", "Alex")
     misread = "I want a refund for ORD-01, it broke after a week"

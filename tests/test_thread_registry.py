@@ -146,6 +146,20 @@ def test_list_is_most_recently_updated_first(registry: ThreadRegistry) -> None:
     assert [t.thread_id for t in registry.list()] == ["b", "a", "c"]
     registry.ensure("a", customer=None)  # nothing changed: not "updated"
     assert [t.thread_id for t in registry.list(limit=2)] == ["b", "a"]
+    assert [t.thread_id for t in registry.list(limit=None)] == ["b", "a", "c"]
+
+
+def test_list_matching_searches_every_thread_in_any_case(registry: ThreadRegistry) -> None:
+    registry.ensure("t-old", customer="Łukasz")
+    for number in range(5):
+        registry.ensure(f"t-{number}", customer="Sam")
+    registry.update("t-3", title="My ŁUKASZ-branded lamp")
+    # Matched by customer, title, id or agent, and the limit counts matches only.
+    assert [t.thread_id for t in registry.list(limit=2, matching=" łukasz ")] == ["t-3", "t-old"]
+    assert [t.thread_id for t in registry.list(limit=1, matching="łUKASZ")] == ["t-3"]
+    assert [t.thread_id for t in registry.list(matching="T-OLD")] == ["t-old"]
+    assert len(registry.list(matching="order agent")) == 6
+    assert registry.list(matching="nobody") == []
 
 
 def test_transcript_keeps_order_and_every_character(registry: ThreadRegistry) -> None:

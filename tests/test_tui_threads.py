@@ -18,7 +18,7 @@ from agents.thread_registry import ChatLine
 from shopbot_tui.messages import ThreadLoaded
 from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.chat import ChatScreen
-from shopbot_tui.screens.threads import ThreadsScreen
+from shopbot_tui.screens.threads import SHOWN, ThreadsScreen
 from shopbot_tui.widgets.conversation import AssistantReply
 from tests.fakes.damage import damage_thread_state, filled_audit_log, garble_past_first_page
 from tests.test_tui_chat import contrast
@@ -259,6 +259,33 @@ async def test_thread_list_filter(tmp_path: Path) -> None:
         await pilot.press("escape")
         assert isinstance(app.screen, ChatScreen)
         assert app.chat.thread_id == "t-b"
+
+
+async def test_the_thread_list_filter_finds_threads_older_than_those_listed(
+    tmp_path: Path,
+) -> None:
+    app = make_app(tmp_path, thread_id="t-open", customer="Alex")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.engine is not None
+        # The oldest first: t-005 is far past the most recent SHOWN.
+        for number in range(SHOWN + 60):
+            customer = "Łukasz" if number == 5 else "Sam"
+            app.engine.threads.ensure(f"t-{number:03d}", customer=customer)
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ThreadsScreen)
+        table = screen.query_one("#threads", DataTable)
+        assert table.row_count == SHOWN and "t-005" not in {row.value for row in table.rows}
+        dialog = screen.query_one("#threads-dialog")
+        assert str(dialog.border_subtitle) == f"the {SHOWN} most recent · the filter searches all"
+        await pilot.press(*"ŁUKASZ")  # any case, beyond ASCII too
+        await wait_until(pilot, lambda: table.row_count == 1, "the search of all threads")
+        assert [row.value for row in table.rows] == ["t-005"]
+        await pilot.press("enter", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen) and app.chat.thread_id == "t-005"
 
 
 async def test_the_marks_of_the_thread_list_read_in_the_light_theme_too(tmp_path: Path) -> None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from rich.text import Text
 from textual import events, on, work
@@ -38,6 +38,8 @@ STATUS_MARKS: dict[str, tuple[str, str]] = {
     "idle": ("", ""),
 }
 TITLE_WIDTH = 30
+# The list shows this many of the most recent threads; the filter searches all of them.
+SHOWN = 200
 # A terminal shorter than this (80x24 is not) compacts the dialog (threads.tcss): at 44x14 the
 # filter, the new-conversation row and the hint left the list no row, at 70x20 two.
 SHORT_BELOW = 24
@@ -58,22 +60,24 @@ class ThreadsLoaded(Message):
     error: str = ""
 
 
+@dataclass
+class ThreadsFound(Message):
+    """The threads of the whole registry that match `needle` (the list holds only some)."""
+
+    needle: str
+    threads: list[ThreadInfo]
+
+
+class ListThreads(Protocol):
+    def __call__(self, limit: int | None = ..., matching: str = ...) -> list[ThreadInfo]: ...
+
+
 def theme_style(style: str, variables: Mapping[str, str]) -> str:
     """'bold $text-warning' -> 'bold #A86D1C' in the theme of `variables` (a DataTable cell is
     Rich text, which knows no theme variables)."""
     return " ".join(
         variables.get(word[1:], "") if word.startswith("$") else word for word in style.split()
     )
-
-
-def matches(info: ThreadInfo, needle: str) -> bool:
-    """Case-insensitive search over id, customer, title and agent."""
-    if not needle:
-        return True
-    haystack = " ".join(
-        (info.thread_id, info.customer or "", info.title, AGENT_TITLES.get(info.active_agent, ""))
-    )
-    return needle.casefold() in haystack.casefold()
 
 
 class ThreadsScreen(ModalScreen[ThreadChoice | None]):
@@ -94,7 +98,7 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
 
     def __init__(
         self,
-        list_threads: Callable[[], list[ThreadInfo]],
+        list_threads: ListThreads,
         *,
         current_thread: str | None,
         customer: str | None,
@@ -106,6 +110,11 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         self._current = current_thread
         self._customer = customer
         self._threads: list[ThreadInfo] = []
+        # Whether the registry holds more than the SHOWN most recent; then what the filter
+        # found in all of them, and the rows on screen now.
+        self._more = False
+        self._found: ThreadsFound | None = None
+        self._shown: list[ThreadInfo] = []
 
     def compose(self) -> ComposeResult:
         with Vertical(id="threads-dialog") as dialog:
@@ -182,7 +191,7 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
     async def _load(self) -> None:
         # The registry is SQLite: read it off the event loop.
         try:
-            threads = await asyncio.to_thread(self._list_threads)
+            threads = await asyncio.to_thread(self._list_threads, SHOWN + 1)
         except Exception as exc:
             problem = (
                 await asyncio.to_thread(failure_text, self._settings, exc)
@@ -199,8 +208,13 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         table.loading = False
         if message.error:
             self.notify(message.error, title="Threads", severity="error", markup=False)
-        self._threads = message.threads
-        self._fill(self.query_one("#filter", Input).value)
+        self._more = len(message.threads) > SHOWN
+        self._threads = message.threads[:SHOWN]
+        if self._more:
+            self.query_one("#threads-dialog").border_subtitle = Content(
+                f"the {SHOWN} most recent · the filter searches all"
+            )
+        self._refilter(self.query_one("#filter", Input).value)
         if self.focused is None:  # a loading table cannot take the focus AUTO_FOCUS gave it
             table.focus()
 
@@ -208,9 +222,13 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         table: DataTable[Text] = self.query_one("#threads", DataTable)
         table.clear()
         variables = self.app.theme_variables
-        for info in self._threads:
-            if not matches(info, needle.strip()):
-                continue
+        needle = needle.strip()
+        found = self._found
+        if found is not None and found.needle == needle:
+            self._shown = found.threads
+        else:
+            self._shown = [info for info in self._threads if info.matches(needle)]
+        for info in self._shown:
             mark, style = STATUS_MARKS.get(info.status, ("", ""))
             current = info.thread_id == self._current
             table.add_row(
@@ -233,7 +251,27 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
 
     @on(Input.Changed, "#filter")
     def _filter(self, event: Input.Changed) -> None:
-        self._fill(event.value)
+        self._refilter(event.value)
+
+    def _refilter(self, needle: str) -> None:
+        """The loaded threads that match, at once; all of them, once searched, if the list
+        holds only the most recent."""
+        self._fill(needle)
+        if self._more and needle.strip():
+            self._search(needle.strip())
+
+    @work(exclusive=True, exit_on_error=False, group="threads-search")
+    async def _search(self, needle: str) -> None:
+        # (A newer keystroke cancels this worker; its thread's answer is then dropped.)
+        threads = await asyncio.to_thread(self._list_threads, SHOWN, needle)
+        self.post_message(ThreadsFound(needle, threads))
+
+    @on(ThreadsFound)
+    def _found_all(self, message: ThreadsFound) -> None:
+        needle = self.query_one("#filter", Input).value.strip()
+        if message.needle == needle:
+            self._found = message
+            self._fill(needle)
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self) -> None:
@@ -242,7 +280,7 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
     @on(DataTable.RowSelected, "#threads")
     def _open(self, event: DataTable.RowSelected) -> None:
         thread_id = event.row_key.value
-        info = next((t for t in self._threads if t.thread_id == thread_id), None)
+        info = next((t for t in self._shown if t.thread_id == thread_id), None)
         if info is not None:
             self.dismiss(ThreadChoice(info.thread_id, info.customer, is_new=False))
 
