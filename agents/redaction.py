@@ -156,17 +156,23 @@ def _redact_data(value: Any, known: tuple[str, ...]) -> Any:
     return value
 
 
-# Whitespace ends every credential shape above, so a finished word can be judged; a label
-# before it sits at most this many words back (`"Authorization" : Bearer <value>`).
+# Credentials are ASCII, and whitespace ends every shape above: a word ends at a space or at a
+# letter outside ASCII (Chinese has no spaces, and a reply in it must not wait for a line's
+# end). A label sits at most this many words before its value (`"Authorization" : Bearer x`).
 STREAM_CONTEXT_WORDS = 4
-_LAST_SPACE = re.compile(r".*\s", re.DOTALL)
+# Context kept however few words it holds (a line of Chinese is one long "word" gap).
+STREAM_CONTEXT_CHARS = 128
+_BOUNDARY = r"[\s\x80-\U0010ffff]"
+_LAST_BOUNDARY = re.compile(rf".*{_BOUNDARY}", re.DOTALL)
+_NEXT_BOUNDARY = re.compile(_BOUNDARY)
 _SCHEMES = frozenset({"bearer", "basic", "token", "digest"})
-_WORD = re.compile(r"\S+")
+_WORD = re.compile(r"[!-~]+")
 
 
 class StreamRedactor:
     """Redacts a reply while it streams, word by word: what `feed` returns is safe to show at
-    once. The word still arriving is held back until a space or `flush` ends it.
+    once. The word still arriving is held back until a space, a non-ASCII letter or `flush`
+    ends it.
 
     Each step redacts only the new words and the few before them (a whole 4,000-token reply
     each time would cost a second of the event loop the screen paints from)."""
@@ -174,12 +180,12 @@ class StreamRedactor:
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._known = _known(secrets)
         self._raw = ""  # what arrived, from the start of the context kept
-        self._shown = 0  # how much of `_raw` went out: always just after a whitespace
+        self._shown = 0  # how much of `_raw` went out: always just after a word's end
 
     def feed(self, piece: str) -> str:
         held = len(self._raw)
         self._raw += piece
-        finished = _LAST_SPACE.match(piece)  # the piece's own text only: a long word is cheap
+        finished = _LAST_BOUNDARY.match(piece)  # the piece's text only: a long word is cheap
         if finished is None:
             return ""
         end = held + finished.end()
@@ -211,8 +217,12 @@ class StreamRedactor:
 
     def _keep_context(self, shown: int) -> None:
         starts = [word.start() for word in _WORD.finditer(self._raw, 0, shown)]
-        if len(starts) > STREAM_CONTEXT_WORDS:
-            cut = starts[-STREAM_CONTEXT_WORDS]
+        cut = starts[-STREAM_CONTEXT_WORDS] if len(starts) > STREAM_CONTEXT_WORDS else 0
+        if shown - cut > STREAM_CONTEXT_CHARS:
+            # At a word's end: a credential is never cut in two.
+            boundary = _NEXT_BOUNDARY.search(self._raw, shown - STREAM_CONTEXT_CHARS, shown)
+            cut = boundary.end() if boundary is not None else cut
+        if cut:
             self._raw = self._raw[cut:]
             shown -= cut
         self._shown = shown

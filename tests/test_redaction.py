@@ -248,3 +248,24 @@ def test_a_scheme_far_from_its_value_is_shown_again_redacted_not_leaked() -> Non
     assert shown[0] == f"Authorization: {REDACTED}" + " " * 12
     assert all("dXNl" not in piece for piece in shown)
     assert redact("".join(shown)) == "".join(shown)
+
+
+def test_a_reply_without_spaces_streams_at_once_and_still_hides_a_key() -> None:
+    # Chinese has no spaces: its words show as they come, not at the end of the line.
+    register_secret(MISTRAL_KEY)
+    shield = StreamRedactor()
+    assert shield.feed("您的订单") == "您的订单"
+    assert shield.feed("已发货。密钥是") == "已发货。密钥是"
+    pieces = [shield.feed(MISTRAL_KEY[i : i + 5]) for i in range(0, len(MISTRAL_KEY), 5)]
+    pieces += [shield.feed("，请保管好。"), shield.flush()]
+    assert not any(MISTRAL_KEY[:4] in piece for piece in pieces)
+    assert "".join(pieces) == f"{REDACTED}，请保管好。"
+
+
+def test_a_long_run_without_spaces_keeps_streaming_in_step() -> None:
+    # A few thousand characters with no ASCII word: each piece shows as it arrives.
+    shield = StreamRedactor()
+    text = "这是一段很长的中文回复" * 400
+    shown = [shield.feed(text[i : i + 3]) for i in range(0, len(text), 3)]
+    assert shown == [text[i : i + 3] for i in range(0, len(text), 3)]
+    assert shield.flush() == ""
