@@ -231,11 +231,11 @@ class ShopBotEngine:
         return self._damage_named(thread_id, self._run_turn(thread_id, text, customer=customer))
 
     def resume(
-        self, thread_id: str, decision: str, *, asked: ApprovalRequest | None = None
+        self, thread_id: str, decision: str, *, asked: str | None = None
     ) -> AsyncIterator[EngineEvent]:
         """Answer the pending approval of `thread_id` and let the graph carry on. `asked`:
-        the request the person decided on; if another one waits now, nothing is decided
-        (`DecisionPending` carries the one waiting)."""
+        the `request_id` of the request the person decided on; if another one waits now,
+        nothing is decided (`DecisionPending` carries the one waiting)."""
         return self._damage_named(thread_id, self._resume(thread_id, decision, asked))
 
     def stop_turn(self, thread_id: str) -> bool:
@@ -296,7 +296,7 @@ class ShopBotEngine:
                 yield event
 
     async def _resume(
-        self, thread_id: str, decision: str, asked: ApprovalRequest | None
+        self, thread_id: str, decision: str, asked: str | None
     ) -> AsyncGenerator[EngineEvent, None]:
         thread_id = self._valid_thread_id(thread_id)
         info = self.threads.get(thread_id)
@@ -309,7 +309,7 @@ class ShopBotEngine:
                 raise NothingPending(
                     f"Thread {thread_id} has no decision pending; nothing to resume."
                 )
-            if asked is not None and asked != pending:
+            if asked is not None and asked.strip() != pending.request_id:
                 # Answered and asked anew meanwhile (another window, `shopbot`): "approve"
                 # was said of another refund, perhaps of another order.
                 raise DecisionPending(

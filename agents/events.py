@@ -47,6 +47,9 @@ COMPLAINT_OPTIONS: tuple[str, ...] = ("escalate_to_senior", "provide_compensatio
 TurnStatus = Literal["done", "awaiting_approval", "error"]
 
 
+REQUEST_ID_CHARS = 12
+
+
 @dataclass(frozen=True)
 class ApprovalRequest:
     """A decision the graph is waiting for; `payload` is what the interrupt carried."""
@@ -58,9 +61,16 @@ class ApprovalRequest:
     # The interrupt asking it: the same payload asked again is another request.
     interrupt_id: str = ""
 
+    @property
+    def request_id(self) -> str:
+        """Names this request among those a thread asks: a decision can say which one it
+        answers. (Shortened: LangGraph's 32 hex digits read as a key, and get redacted.)"""
+        return self.interrupt_id[:REQUEST_ID_CHARS]
+
     def to_json(self) -> dict[str, Any]:
         """The `pending` object of the CLI contract."""
-        return {**self.payload, "kind": self.kind, "options": list(self.options)}
+        shown = {**self.payload, "kind": self.kind, "options": list(self.options)}
+        return {**shown, "request_id": self.request_id} if self.request_id else shown
 
 
 @dataclass(frozen=True)

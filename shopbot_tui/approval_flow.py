@@ -83,7 +83,7 @@ class ApprovalFlow:
                 chat.turns.start(
                     request.thread_id,
                     # The request shown: one asked anew meanwhile is not decided by it.
-                    lambda: engine.resume(request.thread_id, decision, asked=request),
+                    lambda: engine.resume(request.thread_id, decision, asked=request.request_id),
                     decision=decision,
                 )
 

@@ -129,6 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
     resume = commands.add_parser("resume", help="answer a pending approval")
     resume.add_argument("thread_id", metavar="THREAD")
     resume.add_argument("decision", metavar="DECISION")
+    resume.add_argument(
+        "--request",
+        metavar="ID",
+        help="decide only if the request waiting is this one (its request_id)",
+    )
     resume.add_argument("--json", action="store_true", help="print one JSON object")
     resume.add_argument("--offline", dest="chat_offline", action="store_true")
 
@@ -163,7 +168,10 @@ def _print_result(result: TurnResult, as_json: bool) -> int:
     elif result.status == "awaiting_approval" and result.pending:
         pending = result.pending
         print(visible(_describe_pending(pending.kind, pending.payload)))
-        print(f"Decide with: shopbot resume {result.thread_id} {'|'.join(pending.options)}")
+        # With the request named: a decision never lands on one asked anew meanwhile.
+        named = f" --request {pending.request_id}" if pending.request_id else ""
+        options = "|".join(pending.options)
+        print(f"Decide with: shopbot resume {result.thread_id} {options}{named}")
     elif result.reply:
         print(visible(result.reply))
     if result.status == "error":
@@ -350,7 +358,10 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         async def resume(engine: ShopBotEngine) -> int:
             return _print_result(
-                await _turn_result(engine.resume(args.thread_id, args.decision)), args.json
+                await _turn_result(
+                    engine.resume(args.thread_id, args.decision, asked=args.request)
+                ),
+                args.json,
             )
 
         return _run(settings, resume)

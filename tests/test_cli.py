@@ -113,13 +113,34 @@ def test_approval_flow_and_its_bad_inputs(tmp_path: Path) -> None:
     assert "no decision pending" in one_line_error(again)
 
 
+def test_resume_with_the_request_named_never_decides_one_asked_anew(tmp_path: Path) -> None:
+    refund = "Refund ORD-005, it crackles at any volume"
+    ask = run(tmp_path, "chat", "rq", refund, "--customer", "Sam", "--json")
+    first = json.loads(ask.stdout)["pending"]["request_id"]
+    # Meanwhile another script rejects it, and the customer asks again: a new request.
+    assert run(tmp_path, "resume", "rq", "reject", "--request", first).returncode == 0
+    again = run(tmp_path, "chat", "rq", f"{refund}, please reconsider", "--json")
+    second = json.loads(again.stdout)["pending"]["request_id"]
+    assert second != first and len(second) == 12
+    # "approve" meant the first request: nothing is decided, the new one still waits.
+    stale = run(tmp_path, "resume", "rq", "approve", "--request", first)
+    assert stale.returncode == 2
+    assert "now waits for another decision" in one_line_error(stale)
+    with ThreadRegistry(tmp_path / "threads.sqlite") as registry:
+        info = registry.get("rq")
+        assert info is not None and info.status == "awaiting_approval"
+    done = run(tmp_path, "resume", "rq", "approve", "--request", second, "--json")
+    assert done.returncode == 0, done.stderr
+    assert "REF-ORD-005-" in json.loads(done.stdout)["reply"]
+
+
 def test_plain_text_output_says_how_to_decide(tmp_path: Path) -> None:
     done = run(
         tmp_path, "chat", "r2", "Refund ORD-001, the left earcup broke", "--customer", "Alex"
     )
     assert done.returncode == 0
     assert "Waiting for approval: refund of ORD-001" in done.stdout
-    assert "shopbot resume r2 approve|reject|escalate" in done.stdout
+    assert "shopbot resume r2 approve|reject|escalate --request " in done.stdout
 
 
 @pytest.mark.parametrize(

@@ -114,11 +114,11 @@ async def test_a_decision_on_a_request_asked_anew_meanwhile_decides_nothing(
         again = (await say(engine, "r3", f"Refund ORD-005 after all, {reason}", "Sam")).result
         assert again.pending is not None and again.pending.payload == shown.payload
         with pytest.raises(DecisionPending) as refused:
-            await outcome(engine.resume("r3", "approve", asked=shown))
+            await outcome(engine.resume("r3", "approve", asked=shown.request_id))
         assert refused.value.request == again.pending
         assert engine.shop.refund_for("ORD-005") is None
         assert kinds(audit_of(engine, "r3")).count("approval_decided") == 1
-        done = await outcome(engine.resume("r3", "approve", asked=again.pending))
+        done = await outcome(engine.resume("r3", "approve", asked=again.pending.request_id))
         assert done.status == "done" and engine.shop.refund_for("ORD-005") is not None
 
 
