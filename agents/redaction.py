@@ -22,10 +22,13 @@ MIN_SECRET_LENGTH = 8
 _registered: set[str] = set()
 _registered_lock = threading.Lock()
 
+# The schemes an `Authorization` value may start with (the streaming redactor waits on them).
+_SCHEMES = ("bearer", "basic", "token", "digest")
+_SCHEME = "|".join(_SCHEMES)
 # `Authorization: Bearer xyz`, `"authorization": "Basic xyz"`: the scheme goes too.
 _AUTH_HEADER = re.compile(
     r"""(?i)(\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?)"""
-    r"""(?:(?:bearer|basic|token|digest)\s+)?[^\s"',;}]+"""
+    rf"""(?:(?:{_SCHEME})\s+)?[^\s"',;}}]+"""
 )
 # A bare `Bearer <token>`; the token must hold a digit or be long, so "bearer bonds" stays.
 _BEARER = re.compile(
@@ -49,11 +52,10 @@ _LONG_RUN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]{32,}(?![A-Za-z0-9])")
 # A piece of a known key (a model that repeats half of it): 12 of its characters in a row
 # cannot occur by chance, and a shorter run would hit ordinary words inside the key.
 MIN_FRAGMENT_LENGTH = 12
-_FRAGMENT_CANDIDATE = re.compile(rf"[A-Za-z0-9]{{{MIN_FRAGMENT_LENGTH},}}")
+_KEY_RUN = re.compile(rf"[A-Za-z0-9]{{{MIN_FRAGMENT_LENGTH},}}")
 # What every shape above needs somewhere in the text: `://`, a label word, `sk-`, or a long
 # run of key characters (a fragment's 12 or more, a key's 32).
 _CREDENTIAL_MARKS = ("://", "authoriz", "bearer", "key", "token", "secret", "password", "sk-")
-_KEY_RUN = re.compile(rf"[A-Za-z0-9]{{{MIN_FRAGMENT_LENGTH}}}")
 
 
 def register_secret(value: str | None) -> None:
@@ -116,7 +118,7 @@ def _may_hold_credential(text: str) -> bool:
 
 def _shapes(text: str, known: tuple[str, ...]) -> str:
     if known:
-        text = _FRAGMENT_CANDIDATE.sub(lambda m: _fragment(m, known), text)
+        text = _KEY_RUN.sub(lambda m: _fragment(m, known), text)
     text = _URL_USERINFO.sub(rf"\1{REDACTED}@", text)
     text = _AUTH_HEADER.sub(_keep_label, text)
     text = _BEARER.sub(_keep_label, text)
@@ -165,7 +167,6 @@ STREAM_CONTEXT_CHARS = 128
 _BOUNDARY = r"[\s\x80-\U0010ffff]"
 _LAST_BOUNDARY = re.compile(rf".*{_BOUNDARY}", re.DOTALL)
 _NEXT_BOUNDARY = re.compile(_BOUNDARY)
-_SCHEMES = frozenset({"bearer", "basic", "token", "digest"})
 _WORD = re.compile(r"[!-~]+")
 
 
@@ -177,8 +178,8 @@ class StreamRedactor:
     Each step redacts only the new words and the few before them (a whole 4,000-token reply
     each time would cost a second of the event loop the screen paints from)."""
 
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
-        self._known = _known(secrets)
+    def __init__(self) -> None:
+        self._known = _known(())  # the registered secrets
         self._raw = ""  # what arrived, from the start of the context kept
         self._shown = 0  # how much of `_raw` went out: always just after a word's end
 
