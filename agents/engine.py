@@ -8,7 +8,7 @@ import asyncio
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import aclosing, contextmanager
 from functools import partial
 from types import TracebackType
@@ -17,13 +17,12 @@ from typing import Any
 import aiosqlite
 import httpx
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
 
 from agents.audit_log import AuditLog
 from agents.audit_writer import AuditWriter
-from agents.checkpoints import StoredStateUnreadable, open_checkpoints
+from agents.checkpoints import open_checkpoints
 from agents.context import RetryBudget, ShopContext
 from agents.errors import DecisionPending, InputError, NothingPending
 from agents.events import (
@@ -48,12 +47,11 @@ from agents.model_factory import make_model
 from agents.provider import ProviderUnavailable
 from agents.redaction import redact, register_secret
 from agents.refund_reconcile import reconcile_refunds
-from agents.replies import LIMIT_REACHED, TURN_CUT_NOTE, TURN_FAILED_NOTE, TURN_STOPPED_NOTE
+from agents.replies import LIMIT_REACHED, TURN_FAILED_NOTE
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.shop_data import ShopData
 from agents.specialists.spec import RECURSION_LIMIT
-from agents.sqlite_store import StorageError
-from agents.store_damage import diagnose_storage, unreadable_thread
+from agents.stored_threads import StoredThreads
 from agents.text_safety import MessageRejected, clean_message, person_name, quoted
 from agents.thread_registry import (
     ChatLine,
@@ -61,15 +59,12 @@ from agents.thread_registry import (
     ThreadRegistry,
     validate_thread_id,
 )
-from agents.thread_state import active_in, pending_in
+from agents.thread_state import active_in
 from agents.turn_closing import (
-    closing_messages,
     customer_message,
-    lost_message,
-    turn_failure_text,
-    with_ledger,
 )
 from agents.turn_guard import TurnGuard
+from agents.turn_recovery import TurnRecovery
 
 log = logging.getLogger("shopbot.engine")
 # Turns between two prunings of a thread's checkpoints: at most this many superseded states
@@ -119,8 +114,10 @@ class ShopBotEngine:
             raise
         self._guard = TurnGuard(self.threads, owner=f"{os.getpid()}:{id(self)}")
         self.graph = build_graph(self.model, self._saver)
+        self._stored = StoredThreads(self.graph, self.shop, self.settings)
+        self._recovery = TurnRecovery(self._stored, self.threads, self._guard, self._recorder)
         try:
-            await self._close_abandoned_turns()
+            await self._recovery.close_abandoned_turns()
         except Exception:  # the next turn on such a thread closes it just as well
             log.exception("closing turns left by a process that died failed")
 
@@ -155,32 +152,6 @@ class ShopBotEngine:
             if isinstance(client := getattr(self.model, "client", None), httpx.Client):
                 client.close()
 
-    async def _close_abandoned_turns(self) -> None:
-        """A turn whose process died (killed, a power cut) left its thread "answering": say
-        so in its transcript now, not only when its next message comes (or, if it had reached
-        its question, show it waiting). A decision cut off as the app closed left its thread
-        "error" while the question still waits: show it waiting. Turns another live window
-        runs are left alone."""
-        for status in ("answering", "error"):
-            for info in self.threads.with_status(status):
-                if not self._guard.claim(info.thread_id):
-                    continue
-                try:
-                    # Read again under the lease: the turn listed may have ended (and let go
-                    # of its lease) between the listing and the claim.
-                    now = self.threads.get(info.thread_id)
-                    if now is None or now.status != status:
-                        continue
-                    if self._pending(info.thread_id, await self._snapshot(info.thread_id)):
-                        self.threads.update(info.thread_id, status="awaiting_approval")
-                    elif status == "answering":
-                        self.threads.append_line(info.thread_id, "note", TURN_CUT_NOTE)
-                        self.threads.update(info.thread_id, status="error")
-                except StorageError:  # (a thread that cannot be read says so when opened)
-                    log.exception("checking the cut-off turn of %s failed", info.thread_id)
-                finally:
-                    self._guard.release(info.thread_id)
-
     async def __aenter__(self) -> ShopBotEngine:
         await self.start()
         return self
@@ -211,7 +182,7 @@ class ShopBotEngine:
 
     async def pending_approval(self, thread_id: str) -> ApprovalRequest | None:
         """The decision this thread waits for, if any (it survives restarts)."""
-        return self._pending(thread_id, await self._snapshot(thread_id))
+        return self._stored.pending(thread_id, await self._stored.snapshot(thread_id))
 
     def answering_elsewhere(self, thread_id: str) -> bool:
         """Whether another process (a window, a `shopbot` command) runs a turn of
@@ -220,7 +191,7 @@ class ShopBotEngine:
         return self._guard.held_elsewhere(thread_id)
 
     async def active_agent(self, thread_id: str) -> str:
-        return active_in(await self._snapshot(thread_id))
+        return active_in(await self._stored.snapshot(thread_id))
 
     # --- acting ----------------------------------------------------------------------
 
@@ -254,13 +225,13 @@ class ShopBotEngine:
         self, thread_id: str, events: AsyncGenerator[EngineEvent, None]
     ) -> AsyncIterator[EngineEvent]:
         """`events`, with a store found damaged outside the graph's run (the thread registry,
-        the audit log) named as it is inside (see `_failure`)."""
+        the audit log) named as it is inside (see `StoredThreads.failure`)."""
         try:
             async with aclosing(events) as stream:  # (closed with us, its turn lock too)
                 async for event in stream:
                     yield event
         except sqlite3.DatabaseError as exc:
-            named = await self._named(thread_id, exc)
+            named = await self._stored.named(thread_id, exc)
             if named is exc:
                 raise
             raise named from exc
@@ -276,7 +247,7 @@ class ShopBotEngine:
             raise InputError(str(exc)) from exc
         customer = self._customer_for(thread_id, customer)
         async with self._guard.turn(thread_id):
-            agent, pending = await self._where_it_stands(thread_id)
+            agent, pending = await self._recovery.where_it_stands(thread_id)
             if pending is not None:
                 what = pending.kind.replace("_", " ")
                 raise DecisionPending(
@@ -303,8 +274,8 @@ class ShopBotEngine:
         if info is None:
             raise InputError(f"Unknown thread {thread_id!r}: `shopbot threads` lists them.")
         async with self._guard.turn(thread_id):
-            before = await self._snapshot(thread_id)
-            pending = self._pending(thread_id, before)
+            before = await self._stored.snapshot(thread_id)
+            pending = self._stored.pending(thread_id, before)
             if pending is None:
                 raise NothingPending(
                     f"Thread {thread_id} has no decision pending; nothing to resume."
@@ -341,69 +312,6 @@ class ShopBotEngine:
 
     # --- internals ---------------------------------------------------------------------
 
-    def _config(self, thread_id: str) -> dict[str, Any]:
-        return {"configurable": {"thread_id": thread_id}, "recursion_limit": RECURSION_LIMIT}
-
-    async def _where_it_stands(self, thread_id: str) -> tuple[str, ApprovalRequest | None]:
-        """The thread's active agent and pending decision, before a new message.
-
-        A thread the registry shows idle has nothing pending (every turn that pauses records
-        it, see `_finish`), and reading the stored state costs milliseconds per turn; any
-        other thread (new, awaiting a decision, after an error) is read from the checkpoint.
-        """
-        info = self.threads.get(thread_id)
-        if info is not None and info.status == "idle" and info.turns > 0:
-            return info.active_agent, None
-        state = await self._snapshot(thread_id)
-        pending = self._pending(thread_id, state)
-        if pending is None and info is not None:
-            # The last turn was cut off (closed, or the process died): its completed steps
-            # were saved, and a hand-off among them ends the history on a tool answer; or,
-            # killed before its run saved anything, the model never got its message.
-            lost = lost_message(self.threads.last_line(thread_id, "customer"), state)
-            note = self._cut_note(info)
-            then = [customer_message(lost), AIMessage(content=note)] if lost else []
-            await self._mend_tail(thread_id, state, note, then=then)
-            if lost and info.status == "answering":  # (a cut-off turn is noted already)
-                self.threads.append_line(thread_id, "note", TURN_CUT_NOTE)
-        return active_in(state), pending
-
-    def _cut_note(self, info: ThreadInfo) -> str:
-        """What the model is told of a turn that did not finish: that a person stopped it,
-        when that is how its thread was left (see `_turn_cut`); else that ShopBot closed."""
-        if info.status == "error":
-            last = self.threads.last_line(info.thread_id, "note")
-            if last is not None and last.text == TURN_STOPPED_NOTE:
-                return TURN_STOPPED_NOTE
-        return TURN_CUT_NOTE
-
-    def _pending(self, thread_id: str, state: Any) -> ApprovalRequest | None:
-        return with_ledger(pending_in(thread_id, state), self.shop)
-
-    async def _snapshot(self, thread_id: str) -> Any:
-        """The thread's stored state, with the specialists' own (an interrupt their state has
-        moved past is stale); a `StorageError` saying what to do when it cannot be read."""
-        try:
-            return await self.graph.aget_state(self._config(thread_id), subgraphs=True)
-        except (StoredStateUnreadable, sqlite3.DatabaseError) as exc:
-            raise await self._named(thread_id, exc) from exc
-
-    async def _named(self, thread_id: str, exc: Exception) -> Exception:
-        """`exc` as a `StorageError` naming the damaged store or conversation, when that is
-        what it is; else `exc` itself. Never raises: it runs where something already failed."""
-        try:
-            if isinstance(exc, StoredStateUnreadable):
-                log.error("the stored state of %s cannot be read: %s", thread_id, exc)
-                # (Off the event loop: naming the damage runs SQLite's quick_check.)
-                return await asyncio.to_thread(unreadable_thread, self.settings, thread_id, exc)
-            if (
-                damage := await asyncio.to_thread(diagnose_storage, self.settings, exc)
-            ) is not None:
-                return damage
-        except Exception:
-            log.exception("diagnosing %r failed", exc)
-        return exc
-
     @staticmethod
     def _valid_thread_id(thread_id: str) -> str:
         try:
@@ -428,7 +336,7 @@ class ShopBotEngine:
     async def _drive(
         self, graph_input: Any, thread_id: str, customer: str | None, agent: str
     ) -> AsyncIterator[EngineEvent]:
-        config = self._config(thread_id)
+        config = self._stored.config(thread_id)
         context = ShopContext(
             thread_id,
             customer,
@@ -474,7 +382,7 @@ class ShopBotEngine:
                     self._note(thread_id, data)
                     yield data
         except asyncio.CancelledError:
-            self._turn_cut(thread_id, agent)
+            self._recovery.record_cut(thread_id, agent)
             raise
         except ProviderUnavailable as exc:
             failure = TurnFailed(kind="provider", message=str(exc))
@@ -487,7 +395,7 @@ class ShopBotEngine:
                 yield event
         except Exception as exc:
             log.exception("turn failed on thread %s", thread_id)
-            failure = await self._failure(thread_id, exc)
+            failure = await self._stored.failure(thread_id, exc)
         if failure is not None:
             self._note(thread_id, failure)
             yield failure
@@ -500,43 +408,14 @@ class ShopBotEngine:
         # closing) ends no turn and hides no outcome.
         await self._prune(result)
 
-    async def _failure(self, thread_id: str, exc: Exception) -> TurnFailed:
-        """What broke the turn, for the person: a damaged store by name, else no internals."""
-        named = exc if isinstance(exc, StorageError) else await self._named(thread_id, exc)
-        if isinstance(named, StorageError):  # (it says what to do already)
-            return TurnFailed(kind="storage", message=str(named))
-        if isinstance(exc, sqlite3.DatabaseError):
-            return TurnFailed(kind="storage", message=turn_failure_text(exc))
-        return TurnFailed(kind="internal", message=turn_failure_text(exc))
-
     @contextmanager
     def _cut_noted(self, thread_id: str, agent: str) -> Iterator[None]:
         """A cancellation inside (the app closing while the end is recorded) is noted."""
         try:
             yield
         except asyncio.CancelledError:
-            self._turn_cut(thread_id, agent)
+            self._recovery.record_cut(thread_id, agent)
             raise
-
-    def _turn_cut(self, thread_id: str, agent: str) -> None:
-        """The turn was cancelled (stopped by a person, the app closed, Ctrl+C): say so in the
-        transcript and the audit log. The thread is marked "error", so the next message reads
-        its state back from the checkpoint (whatever the cut left there) instead of assuming
-        it idle."""
-        stopped = self._guard.was_stopped(thread_id)
-        try:
-            self.threads.append_line(
-                thread_id, "note", TURN_STOPPED_NOTE if stopped else TURN_CUT_NOTE
-            )
-            self.threads.update(thread_id, active_agent=agent, status="error")
-            self._recorder.append(
-                "turn_finished",
-                thread_id=thread_id,
-                agent=agent,
-                detail={"status": "stopped" if stopped else "cut off"},
-            )
-        except Exception:
-            log.exception("recording the cut-off turn of %s failed", thread_id)
 
     async def _finish(
         self,
@@ -555,18 +434,18 @@ class ShopBotEngine:
         state = None
         if paused or closing or failure is not None:
             try:
-                state = await self._snapshot(thread_id)
+                state = await self._stored.snapshot(thread_id)
             except Exception:
                 if failure is None:
                     raise
                 # The failure is said already; a state that cannot be read cannot be mended.
                 log.exception("reading %s back after its failed turn failed", thread_id)
             else:
-                pending = self._pending(thread_id, state)
+                pending = self._stored.pending(thread_id, state)
                 agent = active_in(state)
         if (failure is not None or closing) and pending is None and state is not None:
             # The thread must not point at the failed node, nor keep a history Mistral rejects.
-            await self._mend_tail(
+            await self._stored.mend_tail(
                 thread_id, state, LIMIT_REACHED if closing else TURN_FAILED_NOTE, say_it=closing
             )
         status: TurnStatus
@@ -603,23 +482,6 @@ class ShopBotEngine:
             await self._saver.aprune([thread_id], strategy="idle")
         except Exception:
             log.exception("pruning the checkpoints of %s failed; kept for the next time", thread_id)
-
-    async def _mend_tail(
-        self,
-        thread_id: str,
-        state: Any,
-        note: str,
-        *,
-        say_it: bool = False,
-        then: Sequence[BaseMessage] = (),
-    ) -> None:
-        """Close a turn that did not end normally (see `agents/turn_closing.py`); the thread
-        no longer points at the node it stopped in."""
-        closing = closing_messages(state, note, say_it=say_it, then=then)
-        if closing or state.next:
-            await self.graph.aupdate_state(
-                self._config(thread_id), {"messages": closing}, as_node="end_turn"
-            )
 
     def _note(self, thread_id: str, event: EngineEvent) -> None:
         """The transcript line for an event, in the order things happened: a reply under the

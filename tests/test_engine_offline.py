@@ -406,8 +406,8 @@ async def test_a_decision_cut_off_as_the_app_closed_shows_waiting_again(tmp_path
     async with open_engine(tmp_path) as engine:
         await say(engine, "cut", "I want a refund for ORD-005, the speaker crackles", "Sam")
         await say(engine, "failed", "Where is ORD-002?", "Sam")
-        # As a decision cancelled before the graph moved leaves them (see `_turn_cut`); and a
-        # thread whose last turn failed, with nothing pending.
+        # As a decision cancelled before the graph moved leaves them (see
+        # `TurnRecovery.record_cut`); and a thread whose last turn failed, with nothing pending.
         engine.threads.update("cut", status="error")
         engine.threads.update("failed", status="error")
         lines = len(engine.transcript("failed"))
