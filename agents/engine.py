@@ -256,9 +256,7 @@ class ShopBotEngine:
                     f"`shopbot resume {thread_id} {pending.options[0]}`; nothing was sent.",
                     pending,
                 )
-            self.threads.ensure(thread_id, customer=customer)
-            self.threads.update(thread_id, title=message, count_turn=True, status="answering")
-            said = self.threads.append_line(thread_id, "customer", message)
+            said = self.threads.open_turn(thread_id, customer=customer, message=message)
             self._recorder.append(
                 "turn_started", thread_id=thread_id, detail={"chars": len(message)}
             )
@@ -400,13 +398,13 @@ class ShopBotEngine:
             self._note(thread_id, failure)
             yield failure
         with self._cut_noted(thread_id, agent):
-            result = await self._finish(thread_id, done, failure, agent, paused=paused)
+            result, info = await self._finish(thread_id, done, failure, agent, paused=paused)
         if result.pending is not None:
             yield ApprovalRequested(result.pending)
         yield TurnFinished(result)
         # Last, once the turn is recorded and told: a pruning cut short (a signal, the app
         # closing) ends no turn and hides no outcome.
-        await self._prune(result)
+        await self._prune(info)
 
     @contextmanager
     def _cut_noted(self, thread_id: str, agent: str) -> Iterator[None]:
@@ -425,7 +423,7 @@ class ShopBotEngine:
         agent: str,
         *,
         paused: bool,
-    ) -> TurnResult:
+    ) -> tuple[TurnResult, ThreadInfo]:
         """Record how the turn ended. The stored state is read back only when the turn paused
         or did not end normally: a plain turn's events already said all there is to know."""
         reply = done.text if done else ""
@@ -454,13 +452,13 @@ class ShopBotEngine:
             status = "awaiting_approval"
         else:
             status = "error" if failure is not None else "done"
-        self.threads.update(
+        info = self.threads.update(
             thread_id, active_agent=agent, status="idle" if status == "done" else status
         )
         self._recorder.append(
             "turn_finished", thread_id=thread_id, agent=agent, detail={"status": status}
         )
-        return TurnResult(
+        result = TurnResult(
             thread_id=thread_id,
             status=status,
             reply=reply,
@@ -469,19 +467,20 @@ class ShopBotEngine:
             error=failure.message if failure else None,
             failed=failure.kind if failure else None,
         )
+        return result, info
 
-    async def _prune(self, result: TurnResult) -> None:
-        """Every PRUNE_EVERY turns of a thread that has nothing pending, its superseded
+    async def _prune(self, info: ThreadInfo) -> None:
+        """Every PRUNE_EVERY turns of a thread left idle (nothing pending), its superseded
         checkpoints and finished subgraph runs go. Only housekeeping: a failure (a lock held
         too long, a full disk) is logged and tried again PRUNE_EVERY turns later."""
-        thread_id = result.thread_id
-        info = self.threads.get(thread_id) if result.status == "done" else None
-        if info is None or info.turns % PRUNE_EVERY:
+        if info.status != "idle" or info.turns % PRUNE_EVERY:
             return
         try:
-            await self._saver.aprune([thread_id], strategy="idle")
+            await self._saver.aprune([info.thread_id], strategy="idle")
         except Exception:
-            log.exception("pruning the checkpoints of %s failed; kept for the next time", thread_id)
+            log.exception(
+                "pruning the checkpoints of %s failed; kept for the next time", info.thread_id
+            )
 
     def _note(self, thread_id: str, event: EngineEvent) -> None:
         """The transcript line for an event, in the order things happened: a reply under the

@@ -153,26 +153,44 @@ class ThreadRegistry(SqliteStore):
     def ensure(self, thread_id: str, *, customer: str | None) -> ThreadInfo:
         """The thread, created if missing; a given customer name replaces the stored one."""
         validate_thread_id(thread_id)
-        # Storable, or the INSERT would fail with the thread half made (callers vet the name).
-        customer = storable_text((customer or "").strip()) or None
-        now = utc_timestamp()
         with self._lock, immediate_transaction(self._conn) as conn:
-            conn.execute(
-                "INSERT INTO threads (thread_id, customer, created_at, updated_at, active_agent,"
-                " status, touched) VALUES (?, ?, ?, ?, ?, 'idle',"
-                " (SELECT coalesce(max(touched), 0) + 1 FROM threads))"
-                " ON CONFLICT(thread_id) DO NOTHING",
-                (thread_id, customer, now, now, DEFAULT_AGENT),
-            )
-            # Never back to None: `shopbot chat` without --customer keeps the known name.
-            if customer is not None:
-                conn.execute(
-                    "UPDATE threads SET customer = ? WHERE thread_id = ? AND customer IS NOT ?",
-                    (customer, thread_id, customer),
-                )
+            self._ensure(conn, thread_id, customer, utc_timestamp())
             info = self._get(thread_id)
         assert info is not None
         return info
+
+    def _ensure(
+        self, conn: sqlite3.Connection, thread_id: str, customer: str | None, now: str
+    ) -> None:
+        # Storable, or the INSERT would fail with the thread half made (callers vet the name).
+        customer = storable_text((customer or "").strip()) or None
+        conn.execute(
+            "INSERT INTO threads (thread_id, customer, created_at, updated_at, active_agent,"
+            " status, touched) VALUES (?, ?, ?, ?, ?, 'idle',"
+            " (SELECT coalesce(max(touched), 0) + 1 FROM threads))"
+            " ON CONFLICT(thread_id) DO NOTHING",
+            (thread_id, customer, now, now, DEFAULT_AGENT),
+        )
+        # Never back to None: `shopbot chat` without --customer keeps the known name.
+        if customer is not None:
+            conn.execute(
+                "UPDATE threads SET customer = ? WHERE thread_id = ? AND customer IS NOT ?",
+                (customer, thread_id, customer),
+            )
+
+    def open_turn(self, thread_id: str, *, customer: str | None, message: str) -> ChatLine:
+        """A customer's message starts a turn: the thread is created if new (see `ensure`),
+        its turn counted, its status "answering" and the message added to its transcript, all
+        in one transaction: no thread is left answering a message it does not show."""
+        validate_thread_id(thread_id)
+        with self._lock, immediate_transaction(self._conn) as conn:
+            now = utc_timestamp()
+            self._ensure(conn, thread_id, customer, now)
+            conn.execute(
+                "UPDATE threads SET status = 'answering', turns = turns + 1 WHERE thread_id = ?",
+                (thread_id,),
+            )
+            return self._append(conn, thread_id, "customer", message, None, now)
 
     def update(
         self,
@@ -180,10 +198,8 @@ class ThreadRegistry(SqliteStore):
         *,
         active_agent: str | None = None,
         status: ThreadStatus | None = None,
-        title: str | None = None,
-        count_turn: bool = False,
     ) -> ThreadInfo:
-        """Change what is given; `title` only sticks while the thread has none."""
+        """Change what is given."""
         validate_thread_id(thread_id)
         if active_agent is not None and active_agent not in AGENTS:
             raise ValueError(f"Unknown agent {active_agent!r}; known: {', '.join(AGENTS)}")
@@ -192,17 +208,9 @@ class ThreadRegistry(SqliteStore):
         with self._lock, immediate_transaction(self._conn) as conn:
             changed = conn.execute(
                 f"UPDATE threads SET {_TOUCH},"  # noqa: S608 - constant text
-                " active_agent = coalesce(?, active_agent), status = coalesce(?, status),"
-                " title = CASE WHEN title = '' THEN coalesce(?, '') ELSE title END,"
-                " turns = turns + ? WHERE thread_id = ?",
-                (
-                    utc_timestamp(),
-                    active_agent,
-                    status,
-                    make_title(title) if title else None,
-                    int(count_turn),
-                    thread_id,
-                ),
+                " active_agent = coalesce(?, active_agent), status = coalesce(?, status)"
+                " WHERE thread_id = ?",
+                (utc_timestamp(), active_agent, status, thread_id),
             ).rowcount
             if not changed:
                 raise ValueError(f"Unknown thread {thread_id!r}: start it first.")
@@ -247,23 +255,33 @@ class ThreadRegistry(SqliteStore):
         validate_thread_id(thread_id)
         if role not in ROLES:
             raise ValueError(f"Unknown role {role!r}; known: {', '.join(ROLES)}")
-        ts = utc_timestamp()
+        with self._lock, immediate_transaction(self._conn) as conn:
+            return self._append(conn, thread_id, role, text, agent, utc_timestamp())
+
+    def _append(
+        self,
+        conn: sqlite3.Connection,
+        thread_id: str,
+        role: Role,
+        text: str,
+        agent: str | None,
+        ts: str,
+    ) -> ChatLine:
         # Every source redacts what it says; this catches one that forgot (as the audit log).
         text = redact(storable_text(text))
         title = make_title(text) if role == "customer" else None
-        with self._lock, immediate_transaction(self._conn) as conn:
-            changed = conn.execute(
-                f"UPDATE threads SET {_TOUCH},"  # noqa: S608 - constant text
-                " title = CASE WHEN title = '' THEN coalesce(?, '') ELSE title END"
-                " WHERE thread_id = ?",
-                (ts, title, thread_id),
-            ).rowcount
-            if not changed:
-                raise ValueError(f"Unknown thread {thread_id!r}: start it first.")
-            cursor = conn.execute(
-                "INSERT INTO lines (thread_id, ts, role, text, agent) VALUES (?, ?, ?, ?, ?)",
-                (thread_id, ts, role, text, agent),
-            )
+        changed = conn.execute(
+            f"UPDATE threads SET {_TOUCH},"  # noqa: S608 - constant text
+            " title = CASE WHEN title = '' THEN coalesce(?, '') ELSE title END"
+            " WHERE thread_id = ?",
+            (ts, title, thread_id),
+        ).rowcount
+        if not changed:
+            raise ValueError(f"Unknown thread {thread_id!r}: start it first.")
+        cursor = conn.execute(
+            "INSERT INTO lines (thread_id, ts, role, text, agent) VALUES (?, ?, ?, ?, ?)",
+            (thread_id, ts, role, text, agent),
+        )
         assert cursor.lastrowid is not None
         return ChatLine(cursor.lastrowid, thread_id, ts, role, text, agent)
 

@@ -598,8 +598,7 @@ async def test_a_message_whose_process_died_mid_turn_still_reaches_the_model(
         # As a process killed mid-turn leaves it: the message in the transcript, the thread
         # answering, and nothing saved in the conversation (a run saves when it stops).
         lost = "Where is my order ORD-002?"
-        engine.threads.update("k", title=lost, count_turn=True, status="answering")
-        engine.threads.append_line("k", "customer", lost)
+        engine.threads.open_turn("k", customer="Sam", message=lost)
     async with open_engine(tmp_path, model=model) as engine:
         # Said at once, not only when the next message comes.
         info = engine.thread("k")
@@ -620,8 +619,7 @@ async def test_a_message_whose_process_died_mid_turn_still_reaches_the_model(
 
         # Killed again on the very words of the message before (and after many notes): the
         # conversation holds those words already, not this message.
-        engine.threads.update("k", count_turn=True, status="answering")
-        engine.threads.append_line("k", "customer", "any news on it?")
+        engine.threads.open_turn("k", customer="Sam", message="any news on it?")
         for n in range(30):
             engine.threads.append_line("k", "note", f"provider busy, retrying ({n})")
         model.sent.clear()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -98,13 +99,57 @@ def test_customer_is_never_overwritten_with_none(registry: ThreadRegistry) -> No
 
 def test_update_changes_only_what_is_given(registry: ThreadRegistry) -> None:
     registry.ensure("t1", customer="Alex")
-    info = registry.update("t1", active_agent="refund_agent", count_turn=True)
-    assert (info.active_agent, info.status, info.turns) == ("refund_agent", "idle", 1)
+    info = registry.update("t1", active_agent="refund_agent")
+    assert (info.active_agent, info.status, info.title) == ("refund_agent", "idle", "")
     info = registry.update("t1", status="awaiting_approval")
-    assert (info.active_agent, info.status, info.turns) == ("refund_agent", "awaiting_approval", 1)
-    info = registry.update("t1", count_turn=True, status="idle")
-    assert (info.status, info.turns, info.customer) == ("idle", 2, "Alex")
+    assert (info.active_agent, info.status) == ("refund_agent", "awaiting_approval")
+    info = registry.update("t1", status="idle")
+    assert (info.status, info.turns, info.customer) == ("idle", 0, "Alex")
     assert info.updated_at >= info.created_at
+
+
+def test_open_turn_starts_a_turn_with_its_message(registry: ThreadRegistry) -> None:
+    said = registry.open_turn("t1", customer="Alex", message="Where is ORD-001?")
+    info = registry.get("t1")
+    assert info is not None
+    assert (info.customer, info.status, info.turns, info.title) == (
+        "Alex",
+        "answering",
+        1,
+        "Where is ORD-001?",
+    )
+    assert registry.lines("t1") == [said]
+    assert (said.role, said.text, said.agent) == ("customer", "Where is ORD-001?", None)
+    registry.update("t1", active_agent="refund_agent", status="idle")
+    registry.open_turn("t1", customer=None, message="and a refund?")
+    info = registry.get("t1")
+    assert info is not None
+    assert (info.customer, info.status, info.turns, info.active_agent) == (
+        "Alex",
+        "answering",
+        2,
+        "refund_agent",
+    )
+
+
+def test_open_turn_records_all_or_nothing(
+    registry: ThreadRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry.open_turn("t1", customer="Alex", message="first")
+    registry.update("t1", status="idle")
+
+    def full_disk(*args: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(registry, "_append", full_disk)
+    for thread_id in ("t1", "t2"):
+        with pytest.raises(sqlite3.OperationalError):
+            registry.open_turn(thread_id, customer="Sam", message="second")
+    # Neither a new thread without its message, nor an old one answering a message it lacks.
+    assert registry.get("t2") is None
+    info = registry.get("t1")
+    assert info is not None and (info.status, info.turns, info.customer) == ("idle", 1, "Alex")
+    assert [line.text for line in registry.lines("t1")] == ["first"]
 
 
 def test_update_refuses_unknown_things(registry: ThreadRegistry) -> None:
@@ -129,18 +174,18 @@ def test_title_comes_from_the_first_customer_message(registry: ThreadRegistry) -
     title = registry.get("t1").title  # type: ignore[union-attr]
     assert len(title) == 60
     assert title.startswith("My headphones arrived broken") and title.endswith("…")
-    registry.append_line("t1", "customer", "second message")
-    assert registry.update("t1", title="Another title").title == title
+    registry.open_turn("t1", customer=None, message="second message")
+    assert registry.get("t1").title == title  # type: ignore[union-attr]
 
-    registry.ensure("t2", customer=None)
-    assert registry.update("t2", title="  Where is ORD-002?  ").title == "Where is ORD-002?"
+    registry.open_turn("t2", customer=None, message="  Where is ORD-002?  ")
+    assert registry.get("t2").title == "Where is ORD-002?"  # type: ignore[union-attr]
 
 
 def test_list_is_most_recently_updated_first(registry: ThreadRegistry) -> None:
     for thread in ["a", "b", "c"]:
         registry.ensure(thread, customer=None)
     assert [t.thread_id for t in registry.list()] == ["c", "b", "a"]
-    registry.update("a", count_turn=True)
+    registry.update("a", status="idle")
     assert [t.thread_id for t in registry.list()] == ["a", "c", "b"]
     registry.append_line("b", "customer", "hello")
     assert [t.thread_id for t in registry.list()] == ["b", "a", "c"]
@@ -153,7 +198,7 @@ def test_list_matching_searches_every_thread_in_any_case(registry: ThreadRegistr
     registry.ensure("t-old", customer="Łukasz")
     for number in range(5):
         registry.ensure(f"t-{number}", customer="Sam")
-    registry.update("t-3", title="My ŁUKASZ-branded lamp")
+    registry.append_line("t-3", "customer", "My ŁUKASZ-branded lamp")
     # Matched by customer, title, id or agent, and the limit counts matches only.
     assert [t.thread_id for t in registry.list(limit=2, matching=" łukasz ")] == ["t-3", "t-old"]
     assert [t.thread_id for t in registry.list(limit=1, matching="łUKASZ")] == ["t-3"]
@@ -209,9 +254,8 @@ def test_append_line_needs_a_started_thread_and_a_known_role(registry: ThreadReg
 
 def test_data_survives_reopening(registry_path: Path) -> None:
     with ThreadRegistry(registry_path) as first:
-        first.ensure("t1", customer="Alex")
-        first.append_line("t1", "customer", "hello")
-        first.update("t1", status="error", count_turn=True)
+        first.open_turn("t1", customer="Alex", message="hello")
+        first.update("t1", status="error")
     with ThreadRegistry(registry_path) as second:
         info = second.get("t1")
         assert info is not None and (info.status, info.turns, info.title) == ("error", 1, "hello")
@@ -247,8 +291,9 @@ def test_unencodable_customer_and_title_are_stored_not_half_made(registry: Threa
     # with a failed INSERT (a thread created by ensure() and never titled).
     info = registry.ensure("t1", customer="Sam\udcff")
     assert info.customer == "Sam\ufffd"
-    info = registry.update("t1", title="Where is ORD-002 \udcff", count_turn=True)
-    assert (info.title, info.turns) == ("Where is ORD-002 \ufffd", 1)
+    registry.open_turn("t1", customer=None, message="Where is ORD-002 \udcff")
+    info = registry.get("t1")
+    assert info is not None and (info.title, info.turns) == ("Where is ORD-002 \ufffd", 1)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
