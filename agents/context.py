@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 # Real imports, not TYPE_CHECKING ones: tools' schemas resolve these annotations at runtime.
 from agents.audit_writer import AuditSink
+from agents.reviewer import Reviewer
 from agents.shop_data import ShopData
 
 
@@ -37,3 +38,5 @@ class ShopContext:
     # Held while money moves (the refund and its record): a person's stop waits until both
     # are done, or, asked just before, ends the run before anything is paid.
     unstoppable: Callable[[], AbstractContextManager[None]] = nullcontext
+    # Who answered the decision this run resumes with (None on a customer's message).
+    reviewer: Reviewer | None = None

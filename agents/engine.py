@@ -48,6 +48,7 @@ from agents.provider import ProviderUnavailable
 from agents.redaction import redact, register_secret
 from agents.refund_reconcile import reconcile_refunds
 from agents.replies import LIMIT_REACHED, TURN_FAILED_NOTE
+from agents.reviewer import Reviewer
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.shop_data import ShopData
 from agents.specialists.spec import RECURSION_LIMIT
@@ -202,12 +203,19 @@ class ShopBotEngine:
         return self._damage_named(thread_id, self._run_turn(thread_id, text, customer=customer))
 
     def resume(
-        self, thread_id: str, decision: str, *, asked: str | None = None
+        self,
+        thread_id: str,
+        decision: str,
+        *,
+        asked: str | None = None,
+        reviewer: Reviewer | None = None,
     ) -> AsyncIterator[EngineEvent]:
         """Answer the pending approval of `thread_id` and let the graph carry on. `asked`:
         the `request_id` of the request the person decided on; if another one waits now,
-        nothing is decided (`DecisionPending` carries the one waiting)."""
-        return self._damage_named(thread_id, self._resume(thread_id, decision, asked))
+        nothing is decided (`DecisionPending` carries the one waiting). `reviewer`: who
+        decided, for the audit log (by default the login name, through "ShopBot's engine")."""
+        reviewer = reviewer or Reviewer.here("ShopBot's engine")
+        return self._damage_named(thread_id, self._resume(thread_id, decision, asked, reviewer))
 
     def stop_turn(self, thread_id: str) -> bool:
         """Stop the turn this process runs on `thread_id` (a person pressed Stop): its graph
@@ -265,7 +273,7 @@ class ShopBotEngine:
                 yield event
 
     async def _resume(
-        self, thread_id: str, decision: str, asked: str | None
+        self, thread_id: str, decision: str, asked: str | None, reviewer: Reviewer
     ) -> AsyncGenerator[EngineEvent, None]:
         thread_id = self._valid_thread_id(thread_id)
         info = self.threads.get(thread_id)
@@ -298,7 +306,8 @@ class ShopBotEngine:
             self._note(thread_id, decided)
             yield decided
             resume: Command[Any] = Command(resume=choice)
-            async for event in self._drive(resume, thread_id, info.customer, active_in(before)):
+            agent = active_in(before)
+            async for event in self._drive(resume, thread_id, info.customer, agent, reviewer):
                 yield event
 
     async def send(self, thread_id: str, text: str, *, customer: str | None = None) -> TurnResult:
@@ -332,7 +341,12 @@ class ShopBotEngine:
         return customer or known
 
     async def _drive(
-        self, graph_input: Any, thread_id: str, customer: str | None, agent: str
+        self,
+        graph_input: Any,
+        thread_id: str,
+        customer: str | None,
+        agent: str,
+        reviewer: Reviewer | None = None,
     ) -> AsyncIterator[EngineEvent]:
         config = self._stored.config(thread_id)
         context = ShopContext(
@@ -342,6 +356,7 @@ class ShopBotEngine:
             self._recorder,
             self.retry,
             unstoppable=partial(self._guard.unstoppable, thread_id),
+            reviewer=reviewer,
         )
         yield AgentChanged(agent=agent)
         done: ReplyDone | None = None

@@ -46,6 +46,7 @@ from agents.events import (
 from agents.logging_setup import configure_logging
 from agents.redaction import redact
 from agents.replies import TURN_STOPPED_NOTE
+from agents.reviewer import Reviewer
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.sqlite_store import StorageError
 from agents.store_damage import diagnose_storage, failure_text, file_failure_text
@@ -110,6 +111,7 @@ __all__ = [
     "NothingPending",
     "ReplyDone",
     "Retrying",
+    "Reviewer",
     "Settings",
     "ShopBotEngine",
     "Step",

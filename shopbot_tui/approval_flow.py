@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agents.facade import Reviewer
 from shopbot_tui.widgets.side_panel import step_text
 
 # The side panel's step while another process (a window, `shopbot`) answers on the thread.
@@ -83,7 +84,12 @@ class ApprovalFlow:
                 chat.turns.start(
                     request.thread_id,
                     # The request shown: one asked anew meanwhile is not decided by it.
-                    lambda: engine.resume(request.thread_id, decision, asked=request.request_id),
+                    lambda: engine.resume(
+                        request.thread_id,
+                        decision,
+                        asked=request.request_id,
+                        reviewer=Reviewer.here("app"),
+                    ),
                     decision=decision,
                 )
 

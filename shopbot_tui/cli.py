@@ -27,6 +27,7 @@ from agents.facade import (
     MAX_AUDIT_PAGE,
     MAX_ERROR_CHARS,
     InputError,
+    Reviewer,
     Settings,
     StorageError,
     outcome,
@@ -359,7 +360,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         async def resume(engine: ShopBotEngine) -> int:
             return _print_result(
                 await _turn_result(
-                    engine.resume(args.thread_id, args.decision, asked=args.request)
+                    engine.resume(
+                        args.thread_id,
+                        args.decision,
+                        asked=args.request,
+                        reviewer=Reviewer.here("command line"),
+                    )
                 ),
                 args.json,
             )

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from agents.audit_log import AuditLog
+from agents.reviewer import login_name
 from agents.thread_registry import ThreadRegistry
 from tests.engine_support import files_holding
 from tests.fakes.damage import damage_thread_state, filled_audit_log, garble_past_first_page
@@ -108,6 +109,13 @@ def test_approval_flow_and_its_bad_inputs(tmp_path: Path) -> None:
     assert approved.returncode == 0, approved.stderr
     result = json.loads(approved.stdout)
     assert result["status"] == "done" and "REF-ORD-005-" in result["reply"]
+    decided = run(tmp_path, "audit", "--thread", "r1", "--kind", "approval_decided", "--json")
+    detail = json.loads(decided.stdout)["detail"]
+    assert (detail["decision"], detail["decided_by"], detail["via"]) == (
+        "approve",
+        login_name(),
+        "command line",
+    )
     again = run(tmp_path, "resume", "r1", "approve")
     assert again.returncode == 2
     assert "no decision pending" in one_line_error(again)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import getpass
 import socket
 import threading
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from agents.events import (
 from agents.facade import InputError, ShopBotEngine
 from agents.offline.demo_model import OfflineDemoModel
 from agents.replies import TURN_CUT_NOTE, TURN_STOPPED_NOTE
+from agents.reviewer import Reviewer, login_name
 from agents.thread_registry import ThreadRegistry
 from tests.engine_support import (
     assert_mistral_valid,
@@ -87,6 +89,45 @@ async def test_refund_approved_pays_once(tmp_path: Path) -> None:
         decided = [e.detail["decision"] for e in events if e.kind == "approval_decided"]
         assert decided == ["approve"]
         assert_mistral_valid(await history(engine, "r1"))
+
+
+async def test_the_audit_log_says_who_decided(tmp_path: Path) -> None:
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "w1", "I want a refund for ORD-005, the speaker crackles", "Sam")
+        await outcome(engine.resume("w1", "approve", reviewer=Reviewer("dana", "app")))
+        await say(engine, "w2", "Please refund ORD-001, the left earcup stopped working", "Alex")
+        await decide(engine, "w2", "reject")  # no reviewer named: the login, "the engine"
+        by_kind = {
+            (e.thread_id, e.kind): e.detail
+            for thread in ("w1", "w2")
+            for e in audit_of(engine, thread)
+        }
+    assert by_kind["w1", "approval_decided"]["decided_by"] == "dana"
+    assert by_kind["w1", "approval_decided"]["via"] == "app"
+    # The payment names who let it through, beside its reference.
+    paid = by_kind["w1", "refund_processed"]
+    assert (paid["decided_by"], paid["via"], paid["order_id"]) == ("dana", "app", "ORD-005")
+    assert by_kind["w2", "approval_decided"]["decided_by"] == login_name()
+    assert by_kind["w2", "approval_decided"]["via"] == "ShopBot's engine"
+    # A customer's message is nobody's decision.
+    assert not any(
+        "decided_by" in detail
+        for (_, kind), detail in by_kind.items()
+        if kind not in ("approval_decided", "refund_processed")
+    )
+
+
+def test_the_login_name_is_one_bounded_line_or_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(getpass, "getuser", lambda: "  ann\nlee " + "x" * 100)
+    assert login_name() == ("ann lee " + "x" * 100)[:64]
+
+    def no_user() -> str:
+        raise KeyError("getpwuid(): uid not found: 4242")
+
+    monkeypatch.setattr(getpass, "getuser", no_user)
+    assert login_name() == "unknown user"
+    monkeypatch.setattr(getpass, "getuser", lambda: "   ")
+    assert login_name() == "unknown user"
 
 
 @pytest.mark.parametrize("decision", ["reject", "escalate"])

@@ -16,6 +16,7 @@ from textual.widgets._toast import Toast, ToastRack
 from agents.facade import ShopBotEngine
 from agents.offline.demo_model import OfflineDemoModel
 from agents.replies import COMPLAINT_DECISIONS
+from agents.reviewer import login_name
 from agents.settings import Settings
 from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.chat import ChatScreen
@@ -23,6 +24,7 @@ from shopbot_tui.screens.threads import ThreadsScreen
 from tests.test_tui_helpers import (
     SIZE,
     RecordingApp,
+    audit_details,
     audit_kinds,
     frame_text,
     instant_approval,  # noqa: F401 - autouse fixture
@@ -106,6 +108,8 @@ async def test_refund_opens_the_modal_and_approve_by_key(tmp_path: Path) -> None
         assert "approved and processed" in replies(app)[-1]
         kinds = audit_kinds(app, "t-test")
         assert kinds.index("approval_decided") < kinds.index("refund_processed")
+        decided = audit_details(app, "t-test", "approval_decided")
+        assert [(d["decided_by"], d["via"]) for d in decided] == [(login_name(), "app")]
         assert app.chat.pending is None
         assert app.engine is not None
         stored_notes = [

@@ -20,6 +20,7 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Input
 
+from agents.audit_log import AuditEvent
 from agents.context import RetryBudget
 from agents.facade import ShopBotEngine
 from agents.offline.demo_model import OfflineDemoModel
@@ -174,11 +175,19 @@ def replies(app: ShopBotApp) -> list[str]:
 
 
 def audit_kinds(app: ShopBotApp, thread_id: str) -> list[str]:
+    return [event.kind for event in audit_events(app, thread_id)]
+
+
+def audit_details(app: ShopBotApp, thread_id: str, kind: str) -> list[dict[str, Any]]:
+    return [event.detail for event in audit_events(app, thread_id) if event.kind == kind]
+
+
+def audit_events(app: ShopBotApp, thread_id: str) -> list[AuditEvent]:
+    """The thread's audit events, oldest first."""
     from agents.audit_log import AuditQuery
 
     assert app.engine is not None
-    events = app.engine.audit.page(AuditQuery(thread_id=thread_id), limit=1000)
-    return [event.kind for event in reversed(events)]
+    return list(reversed(app.engine.audit.page(AuditQuery(thread_id=thread_id), limit=1000)))
 
 
 class GatedModel(OfflineDemoModel):

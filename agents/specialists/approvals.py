@@ -69,6 +69,11 @@ def _record_request(
     report(runtime, kind="approval_requested", agent=spec.name, detail=summary)
 
 
+def _decided_by(runtime: Runtime[ShopContext]) -> dict[str, str]:
+    reviewer = runtime.context.reviewer
+    return reviewer.audit_detail() if reviewer is not None else {}
+
+
 def _record_decision(
     spec: SpecialistSpec,
     runtime: Runtime[ShopContext],
@@ -77,7 +82,12 @@ def _record_decision(
     **facts: str,
 ) -> None:
     detail = {"kind": payload["kind"], "decision": decision, "order_id": payload.get("order_id")}
-    report(runtime, kind="approval_decided", agent=spec.name, detail={**detail, **facts})
+    report(
+        runtime,
+        kind="approval_decided",
+        agent=spec.name,
+        detail={**detail, **_decided_by(runtime), **facts},
+    )
     # A refund already paid has nothing left to escalate: the answer only closes the request.
     if decision.startswith("escalate") and "already_refunded" not in facts:
         reason = f"{payload['kind'].replace('_', ' ')}: escalated by the reviewer"
@@ -137,7 +147,9 @@ def make_await_approval(spec: SpecialistSpec) -> Any:
                 paid_now = RefundPaid(
                     spec.name, outcome["order_id"], outcome["reference"], outcome["amount"]
                 )
-                report(runtime, paid_now, kind="refund_processed", agent=spec.name, detail=outcome)
+                # (Who approved it, beside the payment: one event answers "who let this through".)
+                detail = {**outcome, **_decided_by(runtime)}
+                report(runtime, paid_now, kind="refund_processed", agent=spec.name, detail=detail)
             # Events about money are handed to the audit log's writer (and, unless the log
             # cannot take them now, stored) before the turn moves on.
             audit.flush()
