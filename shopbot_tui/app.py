@@ -17,6 +17,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.notifications import SeverityLevel
+from textual.theme import Theme
 
 from agents.facade import (
     MessageRejected,
@@ -30,6 +31,7 @@ from shopbot_tui.collector import set_aside_long_lived
 from shopbot_tui.commands import ShopBotCommands
 from shopbot_tui.ids import new_thread_id
 from shopbot_tui.messages import EngineFailed, EngineReady
+from shopbot_tui.preferences import Preferences, PreferencesFile, PreferencesUnreadable
 from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.widgets.conversation import prepare_markdown
 
@@ -71,6 +73,23 @@ class ShopBotApp(App[int]):
         self._exit_code = 0
         thread_id, customer = checked_start(thread_id, customer)
         self.chat = ChatScreen(settings, thread_id=thread_id or new_thread_id(), customer=customer)
+        self.preferences = PreferencesFile(settings.home)
+        self._preferences_problem = self._apply_preferences()
+
+    def _apply_preferences(self) -> str | None:
+        """The theme chosen last time; what is wrong with the file, if something is.
+        (Read before the loop runs: a few hundred bytes, and the first frame has its colours.)"""
+        try:
+            preferences = self.preferences.load()
+        except PreferencesUnreadable as exc:
+            log.warning("%s", exc)
+            return str(exc)
+        if preferences.theme in self.available_themes:
+            self.theme = preferences.theme
+        elif preferences.theme is not None:
+            # (A theme of a newer Textual, say: nothing to tell a person about.)
+            log.info("the saved theme %r is not available; the default is used", preferences.theme)
+        return None
 
     def get_default_screen(self) -> ChatScreen:
         # The chat is the first screen itself, not pushed over Textual's blank one from
@@ -81,6 +100,31 @@ class ShopBotApp(App[int]):
     def on_mount(self) -> None:
         # After the first frame: the import thread would otherwise compete with it for the GIL.
         self.call_after_refresh(self._load_engine)
+        self.theme_changed_signal.subscribe(self, self._save_theme)
+        if self._preferences_problem is not None:
+            self.notify(
+                self._preferences_problem, title="Preferences", severity="warning", markup=False
+            )
+
+    def _save_theme(self, theme: Theme) -> None:
+        self.preferences.want(Preferences(theme=theme.name))
+        self._save_preferences()
+
+    @work(thread=True, exit_on_error=False, group="preferences")
+    def _save_preferences(self) -> None:
+        """Off the event loop: a disk may be slow. A failure costs only the choice's keeping."""
+        try:
+            self.preferences.flush()
+        except OSError as exc:
+            log.warning("saving the preferences failed: %s", exc)
+            self.call_from_thread(
+                self.notify,
+                f"Could not save the theme to {self.preferences.path} ({exc}); it is used "
+                "until ShopBot closes.",
+                title="Preferences",
+                severity="warning",
+                markup=False,
+            )
 
     @work(exclusive=True, exit_on_error=False, group="engine")
     async def _load_engine(self) -> None:
