@@ -181,6 +181,14 @@ class ShopBotEngine:
     def transcript(self, thread_id: str, limit: int | None = None) -> list[ChatLine]:
         return self.threads.lines(thread_id, limit=limit)
 
+    def draft(self, thread_id: str) -> str:
+        """What was typed in the thread and not sent, kept across switching and quitting."""
+        return self.threads.draft(thread_id)
+
+    def save_draft(self, thread_id: str, text: str) -> None:
+        """Keep `text` as the thread's unsent draft (blank: none). Sending a message ends it."""
+        self.threads.save_draft(thread_id, text)
+
     async def pending_approval(self, thread_id: str) -> ApprovalRequest | None:
         """The decision this thread waits for, if any (it survives restarts)."""
         return self._stored.pending(thread_id, await self._stored.snapshot(thread_id))

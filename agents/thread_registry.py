@@ -59,6 +59,13 @@ _SCHEMA = (
         agent TEXT
     )""",
     "CREATE INDEX IF NOT EXISTS lines_thread ON lines(thread_id, id)",
+    # What a person typed in a conversation and has not sent, kept when they switch away or
+    # quit (a thread that was never started may have one: no reference to `threads`).
+    """CREATE TABLE IF NOT EXISTS drafts (
+        thread_id TEXT PRIMARY KEY,
+        text TEXT NOT NULL,
+        saved_at TEXT NOT NULL
+    )""",
     # Who is answering a message on a thread right now, across processes (TUI + CLI).
     """CREATE TABLE IF NOT EXISTS turn_leases (
         thread_id TEXT PRIMARY KEY,
@@ -190,6 +197,8 @@ class ThreadRegistry(SqliteStore):
                 "UPDATE threads SET status = 'answering', turns = turns + 1 WHERE thread_id = ?",
                 (thread_id,),
             )
+            # Sent: no longer a draft (a draft of it would come back after a crash).
+            conn.execute("DELETE FROM drafts WHERE thread_id = ?", (thread_id,))
             return self._append(conn, thread_id, "customer", message, None, now)
 
     def update(
@@ -305,6 +314,29 @@ class ThreadRegistry(SqliteStore):
                 (thread_id, role),
             ).fetchone()
         return _line(r) if r else None
+
+    def save_draft(self, thread_id: str, text: str) -> None:
+        """Keep what was typed in `thread_id` and not sent (blank: forget it). Redacted like
+        every line stored: a key pasted into the box is not kept."""
+        validate_thread_id(thread_id)
+        text = redact(storable_text(text))
+        with self._lock, immediate_transaction(self._conn) as conn:
+            if text.strip():
+                conn.execute(
+                    "INSERT OR REPLACE INTO drafts VALUES (?, ?, ?)",
+                    (thread_id, text, utc_timestamp()),
+                )
+            else:
+                conn.execute("DELETE FROM drafts WHERE thread_id = ?", (thread_id,))
+
+    def draft(self, thread_id: str) -> str:
+        """What was typed in `thread_id` and not sent ("" when nothing)."""
+        validate_thread_id(thread_id)
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT text FROM drafts WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+        return str(row["text"]) if row else ""
 
     def claim_turn(self, thread_id: str, owner: str) -> bool:
         """Take the thread's turn lease for `owner`; False when another live process holds it.

@@ -152,6 +152,22 @@ def test_open_turn_records_all_or_nothing(
     assert [line.text for line in registry.lines("t1")] == ["first"]
 
 
+def test_a_draft_is_kept_until_sent_or_cleared(registry_path: Path) -> None:
+    with ThreadRegistry(registry_path) as registry:
+        assert registry.draft("t1") == ""
+        registry.save_draft("t1", "Where is ORD-00")  # a thread not started yet
+        registry.save_draft("t2", "for Sam")
+        registry.save_draft("t1", "Where is ORD-001?")
+    with ThreadRegistry(registry_path) as registry:  # across quitting
+        assert (registry.draft("t1"), registry.draft("t2")) == ("Where is ORD-001?", "for Sam")
+        registry.open_turn("t1", customer="Alex", message="Where is ORD-001?")
+        assert registry.draft("t1") == ""  # sent: no longer a draft
+        registry.save_draft("t2", "  \n ")
+        assert registry.draft("t2") == ""
+        registry.save_draft("t3", "my key is sk-" + "a1b2c3d4" * 4)
+        assert "a1b2c3d4" not in registry.draft("t3")  # never stored
+
+
 def test_update_refuses_unknown_things(registry: ThreadRegistry) -> None:
     with pytest.raises(ValueError, match="Unknown thread 'ghost'"):
         registry.update("ghost", status="idle")
