@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from textual.binding import Binding
 from textual.widgets import Button
+from textual.widgets._toast import Toast
 
 from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.audit_viewer import AuditViewerScreen
@@ -106,3 +107,29 @@ async def test_the_conversation_list_shows_rows_in_a_short_terminal(
         for selector in ("#filter", "#new-customer", "#new"):
             widget = app.screen.query_one(selector)
             assert widget.display and widget.region.height >= 1, selector
+
+
+@pytest.mark.parametrize("size", [(44, 14), (60, 20)])
+async def test_a_toast_in_a_small_terminal_covers_no_row_of_the_list(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """At 44x14 a toast stood five rows tall over the conversation list and the
+    new-conversation row: in a small terminal it is one full-width line, above the footer."""
+    app = make_app(tmp_path, thread_id="t-0", customer="Sam")
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await settle(pilot)
+        assert app.engine is not None
+        for n in range(6):
+            app.engine.threads.ensure(f"t-{n}", customer="Sam")
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), "the threads")
+        await settle(pilot)
+        app.notify("Copied the last reply (133 characters).")
+        await wait_until(pilot, lambda: bool(app.screen.query(Toast)), "the toast")
+        await pilot.pause()
+        toast = app.screen.query_one(Toast).region
+        assert toast.height == 1, toast
+        assert "Copied the last reply (133 characters)." in frame_text(app)
+        for selector in ("#threads", "#filter", "#new-customer", "#new"):
+            widget = app.screen.query_one(selector)
+            assert not toast.overlaps(widget.content_region), (selector, toast)
