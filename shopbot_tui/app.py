@@ -153,6 +153,14 @@ class ShopBotApp(App[int]):
         text = Content.from_markup(message) if markup else Content(message)
         dialog.show_notice(text, title=title, severity=severity, timeout=timeout)
 
+    def action_show_help_panel(self) -> None:
+        super().action_show_help_panel()
+        self.screen.add_class("-keys-shown")  # chat.tcss: the side panel makes room
+
+    def action_hide_help_panel(self) -> None:
+        super().action_hide_help_panel()
+        self.screen.remove_class("-keys-shown")
+
     async def on_unmount(self) -> None:
         if self.engine is not None:
             engine, self.engine = self.engine, None
