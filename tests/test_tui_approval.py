@@ -164,6 +164,8 @@ async def test_complaint_review(tmp_path: Path) -> None:
         assert isinstance(app.screen, ChatScreen)
         assert replies(app)[-1] == COMPLAINT_DECISIONS["provide_compensation"]
         assert "→ handed to Complaints agent" in notes(app)
+        # In words, as the other notes are (it read "decision: provide_compensation").
+        assert "decision: provide compensation" in notes(app)
         assert "approval_decided" in audit_kinds(app, "t-test")
 
 
