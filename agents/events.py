@@ -278,7 +278,7 @@ def note_for(event: EngineEvent) -> str | None:
     if isinstance(event, ApprovalRequested):
         return f"waiting for a human decision: {event.request.kind.replace('_', ' ')}"
     if isinstance(event, ApprovalDecided):
-        return f"decision: {event.decision}"
+        return f"decision: {event.decision.replace('_', ' ')}"
     if isinstance(event, RefundPaid):
         return f"refund paid: {event.order_id}, ${event.amount} (reference {event.reference})"
     if isinstance(event, Retrying):

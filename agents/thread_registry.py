@@ -361,16 +361,23 @@ class ThreadRegistry(SqliteStore):
     def turn_held_elsewhere(self, thread_id: str, owner: str) -> bool:
         """Whether a live lease of another owner than `owner` holds the thread's turn (a
         window reading it then must not take its stored state as final)."""
+        return self.turn_holder(thread_id, owner) is not None
+
+    def turn_holder(self, thread_id: str, owner: str) -> tuple[str, int] | None:
+        """(host, pid) of the live lease of another owner than `owner` on the thread's
+        turn, if any: who a refusal names."""
         with self._lock:
             row = self._conn.execute(
                 "SELECT host, pid, owner, expires_at FROM turn_leases WHERE thread_id = ?",
                 (thread_id,),
             ).fetchone()
-        return (
-            row is not None
-            and row["owner"] != owner
-            and _live(row, socket.gethostname(), time.time())
-        )
+        if (
+            row is None
+            or row["owner"] == owner
+            or not _live(row, socket.gethostname(), time.time())
+        ):
+            return None
+        return str(row["host"]), int(row["pid"])
 
     def renew_turn(self, thread_id: str, owner: str) -> bool:
         """Push `owner`'s lease another `LEASE_SECONDS` on; False when it is not theirs."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -54,10 +56,7 @@ class TurnGuard:
             raise InputError(f"Thread {thread_id} is already answering a message; wait for it.")
         async with lock:
             if not self.claim(thread_id):
-                raise BusyElsewhere(
-                    f"Thread {thread_id} is answering a message in another ShopBot window; "
-                    "wait for it to finish."
-                )
+                raise BusyElsewhere(self._busy_text(thread_id))
             keeping = asyncio.create_task(self._keep_lease(thread_id))
             try:
                 yield
@@ -69,6 +68,25 @@ class TurnGuard:
                     # Closing mid-turn may have closed the registry first: the lease then
                     # expires by itself, and whatever ended the turn must not be replaced.
                     log.exception("releasing the turn of %s failed", thread_id)
+
+    def _busy_text(self, thread_id: str) -> str:
+        """Who holds the turn, as far as the lease says: it said "another ShopBot window"
+        also to a `shopbot chat` refused because another `shopbot chat` was answering, or
+        an app that no window of which was open on the thread. The lease knows the process,
+        not which front it is."""
+        holder = self._threads.turn_holder(thread_id, self._owner)
+        if holder is None:  # released since: the refusal stands, the next try may pass
+            where = "in another ShopBot process (the app or a `shopbot` command)"
+        elif holder == (socket.gethostname(), os.getpid()):
+            where = "in another ShopBot engine of this process"
+        else:
+            host, pid = holder
+            on_host = "" if host == socket.gethostname() else f" on {host}"
+            where = (
+                f"in another ShopBot process (pid {pid}{on_host}: the app, or a "
+                "`shopbot chat` or `shopbot resume` command)"
+            )
+        return f"Thread {thread_id} is answering a message {where}; wait for it to finish."
 
     async def _keep_lease(self, thread_id: str) -> None:
         """Renew the turn's lease while it runs: a slow turn (retries, a long approval

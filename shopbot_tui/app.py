@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.content import Content
@@ -42,6 +42,8 @@ log = logging.getLogger("shopbot.tui")
 EngineFactory = Callable[[], "ShopBotEngine"]
 # Visible streaming for a person; tests inject an engine with no delay.
 OFFLINE_TOKEN_DELAY = 0.01
+# Narrower or shorter than this (columns, rows), toasts are one full-width line (CSS).
+SMALL_TOASTS_BELOW = (70, 20)
 LIGHT_THEME = "textual-light"
 DARK_THEME = "textual-dark"
 
@@ -53,6 +55,14 @@ class ShopBotApp(App[int]):
     # The chat screen's stylesheet, here: Textual loads a screen's own CSS_PATH only when the
     # screen is pushed, and the chat is the default screen (see get_default_screen).
     CSS_PATH = Path(__file__).parent / "screens" / "chat.tcss"  # also for subclasses elsewhere
+    # Every screen's toasts, in a small terminal (see on_resize).
+    CSS = """
+    ShopBotApp.-small Toast {
+        width: 100%;
+        max-width: 100%;
+        padding: 0 1;
+    }
+    """
     COMMANDS: ClassVar = App.COMMANDS | {ShopBotCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
@@ -96,6 +106,13 @@ class ShopBotApp(App[int]):
         # on_mount: that push fell inside Textual's start-up batch, where the first full
         # render of the chat was made and thrown away (80-100 ms before the first paint).
         return self.chat
+
+    def on_resize(self, event: events.Resize) -> None:
+        # A toast is at most half the terminal wide with a blank line above and below its
+        # text: at 44x14 "Copied the last reply" stood five rows tall over the conversation
+        # list or the message box. In a small terminal it is one full-width line instead.
+        width, height = event.size
+        self.set_class(width < SMALL_TOASTS_BELOW[0] or height < SMALL_TOASTS_BELOW[1], "-small")
 
     def on_mount(self) -> None:
         # After the first frame: the import thread would otherwise compete with it for the GIL.
@@ -179,6 +196,14 @@ class ShopBotApp(App[int]):
             return
         text = Content.from_markup(message) if markup else Content(message)
         dialog.show_notice(text, title=title, severity=severity, timeout=timeout)
+
+    def action_show_help_panel(self) -> None:
+        super().action_show_help_panel()
+        self.screen.add_class("-keys-shown")  # chat.tcss: the side panel makes room
+
+    def action_hide_help_panel(self) -> None:
+        super().action_hide_help_panel()
+        self.screen.remove_class("-keys-shown")
 
     async def on_unmount(self) -> None:
         if self.engine is not None:

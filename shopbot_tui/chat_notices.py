@@ -112,8 +112,15 @@ class ChatNotices:
     def turn_problem(self, message: TurnProblem, *, open_thread: str) -> None:
         where = "" if message.thread_id == open_thread else f" (thread {message.thread_id})"
         title = "Model provider unavailable" if message.kind == "provider" else "ShopBot error"
-        # A storage problem says what to do itself; "try again" would contradict it.
-        then = "" if message.kind == "storage" else " The conversation is kept; try again."
+        # A storage problem says what to do itself; "try again" would contradict it. A
+        # provider's "...; try again later." already says it: "The conversation is kept; try
+        # again." after it read as an echo.
+        if message.kind == "storage":
+            then = ""
+        elif "try again" in message.message:
+            then = " The conversation is kept."
+        else:
+            then = " The conversation is kept; try again."
         self._screen.notify(
             f"{message.message}{then}",
             title=title + where,

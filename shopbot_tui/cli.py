@@ -115,35 +115,58 @@ def build_parser() -> argparse.ArgumentParser:
         prog="shopbot",
         description="ShopBot: a safe customer-support assistant for an online shop.",
     )
-    parser.add_argument("--thread", help="open this conversation (TUI)")
-    parser.add_argument("--customer", help="who the customer is (used by the ownership gate)")
-    parser.add_argument("--offline", action="store_true", help="use the offline demo model")
+    parser.add_argument("--thread", metavar="ID", help="open this conversation (TUI)")
+    parser.add_argument(
+        "--customer", metavar="NAME", help="who the customer is (used by the ownership gate)"
+    )
+    parser.add_argument(
+        "--offline", action="store_true", help="use the offline demo model (no network)"
+    )
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
 
+    # `metavar`s and a help line for every argument: `shopbot chat --help` showed
+    # "--customer CHAT_CUSTOMER" (the `dest`) and an --offline that said nothing.
+    offline_help = "use the offline demo model even when MISTRAL_API_KEY is set"
     chat = commands.add_parser("chat", help="send one message, headless")
-    chat.add_argument("thread_id", metavar="THREAD")
+    chat.add_argument(
+        "thread_id", metavar="THREAD", help="the conversation: an existing one, or a new id"
+    )
     chat.add_argument("message", metavar="MESSAGE", help="the message; - reads it from stdin")
-    chat.add_argument("--customer", dest="chat_customer", help="who the customer is")
+    chat.add_argument(
+        "--customer",
+        dest="chat_customer",
+        metavar="NAME",
+        help="who the customer is (used by the ownership gate)",
+    )
     chat.add_argument("--json", action="store_true", help="print one JSON object")
-    chat.add_argument("--offline", dest="chat_offline", action="store_true")
+    chat.add_argument("--offline", dest="chat_offline", action="store_true", help=offline_help)
 
     resume = commands.add_parser("resume", help="answer a pending approval")
-    resume.add_argument("thread_id", metavar="THREAD")
-    resume.add_argument("decision", metavar="DECISION")
+    resume.add_argument("thread_id", metavar="THREAD", help="the conversation waiting")
+    resume.add_argument(
+        "decision",
+        metavar="DECISION",
+        help="refunds: approve, reject, escalate; complaints: escalate_to_senior, "
+        "provide_compensation, close_ticket",
+    )
     resume.add_argument(
         "--request",
         metavar="ID",
         help="decide only if the request waiting is this one (its request_id)",
     )
     resume.add_argument("--json", action="store_true", help="print one JSON object")
-    resume.add_argument("--offline", dest="chat_offline", action="store_true")
+    resume.add_argument("--offline", dest="chat_offline", action="store_true", help=offline_help)
 
     threads = commands.add_parser("threads", help="list conversations")
     threads.add_argument("--json", action="store_true", help="one JSON object per line")
 
     audit = commands.add_parser("audit", help="read the audit log, newest first")
     audit.add_argument(
-        "--thread", dest="audit_thread", type=_thread_id, help="only this conversation"
+        "--thread",
+        dest="audit_thread",
+        metavar="ID",
+        type=_thread_id,
+        help="only this conversation",
     )
     audit.add_argument("--kind", help="only this kind of event")
     audit.add_argument(
@@ -314,14 +337,29 @@ def _audit(settings: Settings, args: argparse.Namespace) -> int:
         until=args.until,
         text=args.text,
     )
+    printed = 0
     with AuditLog(settings.audit_path) as audit:
         for event in audit.page(query, limit=args.limit):
+            printed += 1
             if args.json:
                 print(safe_json(event.to_json()))
             else:
                 line = f"{event.ts}  {event.thread_id or '-'}  {event.agent or '-'}  {event.kind}"
                 print(visible(f"{line}  {event.summary(100)}"))
+    if not printed and args.audit_thread and not _thread_known(settings, args.audit_thread):
+        # A mistyped thread printed nothing and exited 0, as a thread with no such event
+        # does. (Events of a thread the registry has lost still print, above.)
+        raise UsageError(
+            f"Unknown thread {quoted(args.audit_thread)}: `shopbot threads` lists them."
+        )
     return EXIT_OK
+
+
+def _thread_known(settings: Settings, thread_id: str) -> bool:
+    from agents.facade import ThreadRegistry
+
+    with ThreadRegistry(settings.threads_path) as registry:
+        return registry.get(thread_id) is not None
 
 
 def _dispatch(args: argparse.Namespace) -> int:

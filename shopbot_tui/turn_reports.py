@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 def refusal_text(message: TurnRefused) -> str:
     """Why the message or decision was not sent, worded for this app (the engine's words
-    name `shopbot` command lines or "another ShopBot window" only)."""
+    name `shopbot` command lines or "another ShopBot process" only)."""
     if message.pending is not None:
         return WAITS_FOR_DECISION if message.decision is None else ASKED_ANEW_ELSEWHERE
     if message.busy_elsewhere:

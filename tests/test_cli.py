@@ -163,6 +163,8 @@ def test_plain_text_output_says_how_to_decide(tmp_path: Path) -> None:
         (("audit", "--limit", "0"), "--limit: must be between 1 and 10,000"),
         (("audit", "--limit", "many"), "--limit: not a whole number"),
         (("audit", "--thread", "bad id!"), "--thread: Invalid thread id 'bad id!'"),
+        # A mistyped thread printed nothing and exited 0, like a thread with no such event.
+        (("audit", "--thread", "nobody"), "Unknown thread 'nobody'"),
         (("frobnicate",), "invalid choice"),
     ],
 )
@@ -210,6 +212,12 @@ def test_threads_and_audit_json_lines(tmp_path: Path) -> None:
     assert [e["id"] for e in events] == sorted((e["id"] for e in events), reverse=True)
     tools = run(tmp_path, "audit", "--kind", "tool_called", "--json").stdout.splitlines()
     assert {json.loads(line)["detail"]["tool"] for line in tools} == {"lookup_order"}
+
+
+def test_audit_of_a_known_thread_with_no_matching_event_prints_nothing(tmp_path: Path) -> None:
+    run(tmp_path, "chat", "a1", "Where is ORD-001?", "--customer", "Alex")
+    done = run(tmp_path, "audit", "--thread", "a1", "--kind", "provider_error")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
 
 def test_threads_lists_every_conversation(tmp_path: Path) -> None:

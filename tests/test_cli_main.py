@@ -221,3 +221,24 @@ def test_a_stop_signal_after_the_turn_ended_hides_nothing(
     assert main(["threads", "--json"]) == 0
     threads = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(t["thread_id"], t["status"]) for t in threads] == [("s1", "idle")]
+
+
+@pytest.mark.parametrize("command", [[], ["chat"], ["resume"], ["audit"]])
+def test_every_argument_says_what_it_is_in_help(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`shopbot chat --help` read "--customer CHAT_CUSTOMER" and listed THREAD and --offline
+    with nothing said about them."""
+    with pytest.raises(SystemExit) as exited:
+        main([*command, "--help"])
+    assert exited.value.code == 0
+    shown = capsys.readouterr().out
+    assert "CHAT_" not in shown and "AUDIT_" not in shown, shown
+    listed = shown.split("\n\n", 1)[1].splitlines()  # what follows the usage lines
+    for number, line in enumerate(listed):
+        if not line.startswith("  ") or line.startswith("   ") or line.strip().startswith("{"):
+            continue  # not an argument's first line (the sub-commands each have their own)
+        said = line.strip().split("  ", 1)
+        # The help is on the same line, or on the next one when the name is long.
+        following = listed[number + 1] if len(said) == 1 and number + 1 < len(listed) else ""
+        assert len(said) == 2 or following.startswith(" " * 8), (line, shown)

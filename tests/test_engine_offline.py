@@ -413,7 +413,7 @@ async def test_a_thread_busy_in_another_process_is_refused_until_it_is_free(
     async with open_engine(tmp_path) as engine:
         # Another live process (this one, under another owner name) is answering on "busy".
         assert engine.threads.claim_turn("busy", "elsewhere")
-        with pytest.raises(InputError, match="another ShopBot window"):
+        with pytest.raises(InputError, match="another ShopBot engine of this process"):
             await say(engine, "busy", "Where is ORD-001?", "Alex")
         assert engine.transcript("busy") == []  # nothing was recorded
         engine.threads.release_turn("busy", "elsewhere")

@@ -168,6 +168,8 @@ async def test_complaint_review(tmp_path: Path) -> None:
         assert isinstance(app.screen, ChatScreen)
         assert replies(app)[-1] == COMPLAINT_DECISIONS["provide_compensation"]
         assert "→ handed to Complaints agent" in notes(app)
+        # In words, as the other notes are (it read "decision: provide_compensation").
+        assert "decision: provide compensation" in notes(app)
         assert "approval_decided" in audit_kinds(app, "t-test")
 
 
@@ -521,3 +523,27 @@ async def test_a_long_summary_wraps_under_its_value_not_under_the_labels(tmp_pat
         summary = screen.request.payload["issue_summary"]
         shown = " ".join([lines[first][value_at:].strip(), *(line.strip() for line in rest)])
         assert shown == " ".join(summary.split())
+
+
+@pytest.mark.parametrize("size", [(60, 20), (64, 20), (80, 24), (100, 30)])
+@pytest.mark.parametrize("asked", [REFUND, COMPLAINT])
+async def test_every_option_reads_in_full_at_any_width(
+    tmp_path: Path, size: tuple[int, int], asked: str
+) -> None:
+    """At 60 columns the complaint's first button read "[s] Senior rev…": in a narrow
+    terminal the buttons are stacked, one a line, and every label shows whole."""
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = await dialog_after(pilot, asked)
+        await pilot.pause()
+        dialog = screen.query_one("#approval-dialog").content_region
+        for option in screen.request.options:
+            button = screen.query_one(f"#option-{option}", Button)
+            shown = painted_text(app, button)
+            assert screen._button_label(option).plain in shown, (option, shown)
+            assert "…" not in shown, shown
+            assert dialog.contains_region(button.region), (dialog, button.region)
+        # The options keep their row count whatever the width: the details keep their room.
+        options = screen.query_one("#approval-options").region
+        assert options.height == 3, options

@@ -214,7 +214,10 @@ async def test_shopbot_chat_while_the_apps_own_turn_runs_exits_2_and_changes_not
         assert done.returncode == 2
         assert done.stdout == ""
         assert done.stderr.splitlines() == [
-            "shopbot: Thread t-test is answering a message in another ShopBot window; "
+            # The app's process, named as such: not "another ShopBot window" (which it said
+            # as well when the turn was another `shopbot chat`'s).
+            f"shopbot: Thread t-test is answering a message in another ShopBot process "
+            f"(pid {os.getpid()}: the app, or a `shopbot chat` or `shopbot resume` command); "
             "wait for it to finish."
         ]
         assert (stored(app), audit_kinds(app, "t-test")) == before

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from textual.binding import Binding
-from textual.widgets import Button
+from textual.widgets import Button, HelpPanel
+from textual.widgets._toast import Toast
 
 from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.audit_viewer import AuditViewerScreen
@@ -17,6 +18,7 @@ from tests.test_tui_helpers import (
     frame_text,
     instant_approval,  # noqa: F401 - autouse fixture
     make_app,
+    painted_text,
     send,
     settle,
     wait_until,
@@ -106,3 +108,74 @@ async def test_the_conversation_list_shows_rows_in_a_short_terminal(
         for selector in ("#filter", "#new-customer", "#new"):
             widget = app.screen.query_one(selector)
             assert widget.display and widget.region.height >= 1, selector
+
+
+@pytest.mark.parametrize("size", [(44, 14), (60, 20)])
+async def test_a_toast_in_a_small_terminal_covers_no_row_of_the_list(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """At 44x14 a toast stood five rows tall over the conversation list and the
+    new-conversation row: in a small terminal it is one full-width line, above the footer."""
+    app = make_app(tmp_path, thread_id="t-0", customer="Sam")
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await settle(pilot)
+        assert app.engine is not None
+        for n in range(6):
+            app.engine.threads.ensure(f"t-{n}", customer="Sam")
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), "the threads")
+        await settle(pilot)
+        app.notify("Copied the last reply (133 characters).")
+        await wait_until(pilot, lambda: bool(app.screen.query(Toast)), "the toast")
+        await pilot.pause()
+        toast = app.screen.query_one(Toast).region
+        assert toast.height == 1, toast
+        assert "Copied the last reply (133 characters)." in frame_text(app)
+        for selector in ("#threads", "#filter", "#new-customer", "#new"):
+            widget = app.screen.query_one(selector)
+            assert not toast.overlaps(widget.content_region), (selector, toast)
+
+
+async def test_the_keys_panel_shows_shopbots_keys_and_leaves_the_chat_its_width(
+    tmp_path: Path,
+) -> None:
+    """The keys panel (ctrl+p, Keys) listed the message box's 30 cursor and deletion keys
+    first, ShopBot's own below the fold of a 30-row terminal; and beside the side panel it
+    left a reply 29 columns, a word a line."""
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is my order ORD-002?")
+        assert app.chat.panel.region.width > 0
+        await pilot.press("ctrl+p", *"keys")
+        await settle(pilot)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(app.chat.query(HelpPanel)), "the keys panel")
+        await pilot.pause()
+        shown = painted_text(app, app.chat.query_one(HelpPanel))
+        for key in ("Send", "Copy reply", "Export", "Stop reply", "Side panel", "Scroll up"):
+            assert key in shown, (key, shown)
+        assert "Delete character left" not in shown, shown
+        # The conversation keeps the width: the side panel makes room while the keys show.
+        assert app.chat.panel.region.width == 0
+        assert app.chat.chat_log.region.width >= 60, app.chat.chat_log.region
+        await pilot.press("ctrl+p", *"keys")
+        await settle(pilot)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.chat.query(HelpPanel), "no keys panel")
+        await pilot.pause()
+        assert app.chat.panel.region.width > 0
+
+
+async def test_the_message_boxs_editing_keys_still_work(tmp_path: Path) -> None:
+    """Left out of the keys panel, not out of the box."""
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        box = app.chat.message_input
+        await pilot.press(*"where is my order", "ctrl+w")
+        assert box.value == "where is my "
+        await pilot.press("ctrl+a", "delete", "ctrl+e", "backspace")
+        assert box.value == "here is my"
+        await pilot.press("ctrl+u")
+        assert box.value == ""

@@ -131,10 +131,17 @@ NOTICES_SHOWN = 2
 SEVERITIES = ("information", "warning", "error")
 
 
+# Below this many columns the options' buttons are stacked (approval.tcss): side by side,
+# the longest label ("[s] Senior review", 17 columns) was cut at 64 columns and less.
+NARROW_BELOW = 70
+
+
 class ApprovalScreen(ModalScreen[str | None]):
     """Dismissed with the chosen option, or None when the person decides later."""
 
     CSS_PATH = "approval.tcss"
+    # (Not annotated ClassVar: see ThreadsScreen.)
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]  # noqa: RUF012
     BINDINGS: ClassVar[list[BindingType]] = [
         *(
             Binding(

@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import Any, ClassVar
 
 from textual import events
+from textual.binding import BindingType
 from textual.widgets import Input
+
+
+def _quiet_editing_keys() -> list[BindingType]:
+    """Input's keys, working as ever but left out of the keys panel (system bindings), except
+    Enter: 30 lines of cursor moves and deletions came first there, and ShopBot's own keys
+    (copy, export, stop, side panel) only below the fold. Page up and down are left to the
+    chat, which scrolls the conversation with them (a one-line box has nothing to page)."""
+    keys = Input._merge_bindings().key_to_bindings
+    return [
+        replace(binding, description="Send") if key == "enter" else replace(binding, system=True)
+        for key, bindings in keys.items()
+        if key not in ("pageup", "pagedown")
+        for binding in bindings
+    ]
 
 
 def one_line(text: str) -> str:
@@ -13,12 +29,15 @@ def one_line(text: str) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-class MessageBox(Input):
+class MessageBox(Input, inherit_bindings=False):
     """A single-line input that keeps all of a multi-line paste.
 
     Textual's `Input` keeps only the first line of a paste; pasting a customer's e-mail
     must not silently drop the rest of it.
     """
+
+    BINDING_GROUP_TITLE = "Message"
+    BINDINGS: ClassVar[list[BindingType]] = _quiet_editing_keys()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Not selected on focus: tabbed back to, the whole draft was selected and the next
