@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable
 from langchain_core.runnables.config import ensure_config, merge_configs
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
@@ -118,7 +118,6 @@ def _is_provider_failure(exc: BaseException) -> bool:
 async def _stream_reply(
     model: Runnable[Any, Any],
     messages: list[BaseMessage],
-    config: RunnableConfig | None,
     on_text: Callable[[str], None],
 ) -> BaseMessage:
     """The model's reply streamed: text handed to `on_text` as it arrives, redacted (the
@@ -136,9 +135,9 @@ async def _stream_reply(
             on_text(safe)
 
     sink = TextSink(show)
-    # Added to the caller's callbacks (`ensure_config` reads the node's), not in their place:
-    # the call stays a child of the graph's run, seen by whatever the graph is traced with.
-    with_sink = merge_configs(ensure_config(config), {"callbacks": [sink]})
+    # Added to the node's callbacks (`ensure_config` reads them), not in their place: the
+    # call stays a child of the graph's run, seen by whatever the graph is traced with.
+    with_sink = merge_configs(ensure_config(), {"callbacks": [sink]})
     reply: BaseMessage = await model.ainvoke(messages, with_sink)
     if rest := shield.flush():
         on_text(rest)
@@ -153,7 +152,6 @@ async def call_model(
     runtime: Runtime[ShopContext],
     *,
     agent: str,
-    config: RunnableConfig | None = None,
     on_text: Callable[[str], None] | None = None,
 ) -> Any:
     """`model.ainvoke(messages)` with bounded, Retry-After-aware retries of transient failures.
@@ -168,8 +166,8 @@ async def call_model(
         try:
             async with asyncio.timeout(budget.reply_deadline):
                 if on_text is None:
-                    return await model.ainvoke(list(messages), config)
-                return await _stream_reply(model, list(messages), config, on_text)
+                    return await model.ainvoke(list(messages))
+                return await _stream_reply(model, list(messages), on_text)
         except GraphBubbleUp:
             raise
         except Exception as exc:

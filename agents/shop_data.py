@@ -189,11 +189,6 @@ class ShopData(SqliteStore):
         """A live `Container[str]` of order ids, for gates."""
         return OrderIds(self)
 
-    def orders_for(self, customer: str) -> list[Order]:
-        """The customer's orders (name matched case-insensitively)."""
-        wanted = customer.strip().casefold()
-        return [o for o in self.all_orders() if o.customer.casefold() == wanted]
-
     def all_orders(self) -> list[Order]:
         """Every order, by id."""
         return self._orders("", ())

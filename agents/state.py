@@ -30,7 +30,6 @@ class SpecialistState(ShopState, total=False):
     extraction_attempted: bool
     validated: dict[str, Any] | None
     gate_error: str | None
-    gate_remedy: int
     gate_codes: list[str]
     gate_checks: list[dict[str, Any]]
     corrections: int

@@ -129,10 +129,6 @@ class ChatLine:
     text: str
     agent: str | None
 
-    def to_json(self) -> dict[str, Any]:
-        """Plain data for `--json` output."""
-        return asdict(self)
-
 
 def make_title(text: str) -> str:
     """One storable line of at most TITLE_LENGTH characters, cut with `…`."""

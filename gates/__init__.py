@@ -18,6 +18,7 @@ from gates.rules import (
     MIN_REASON_LENGTH,
     MIN_SUMMARY_LENGTH,
     ORDER_ID_PATTERN,
+    REFUNDABLE_STATUS,
     REVIEW_SENTIMENTS,
     SENTIMENTS,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "MIN_REASON_LENGTH",
     "MIN_SUMMARY_LENGTH",
     "ORDER_ID_PATTERN",
+    "REFUNDABLE_STATUS",
     "REVIEW_SENTIMENTS",
     "SENTIMENTS",
     "GateError",

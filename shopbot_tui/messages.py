@@ -100,7 +100,6 @@ class AgentSwitched(TurnMessage):
     """`agent` is now the active specialist."""
 
     agent: str = ""
-    previous: str | None = None
 
 
 @dataclass

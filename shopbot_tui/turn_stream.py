@@ -87,7 +87,7 @@ def translate(thread_id: str, event: EngineEvent) -> Iterator[Message]:
     if (note := note_for(event)) is not None:
         yield NoteAdded(thread_id, text=note)
     if isinstance(event, AgentChanged):
-        yield AgentSwitched(thread_id, agent=event.agent, previous=event.previous)
+        yield AgentSwitched(thread_id, agent=event.agent)
     elif isinstance(event, StepChanged):
         yield StepUpdate(
             thread_id,

@@ -81,7 +81,7 @@ async def test_mistral_reply_streams_piece_by_piece_through_the_sink(
     pieces: list[str] = []
 
     reply = await _stream_reply(
-        make_mistral(fake_mistral), [HumanMessage("where is it?")], None, pieces.append
+        make_mistral(fake_mistral), [HumanMessage("where is it?")], pieces.append
     )
 
     assert len(pieces) >= 5
@@ -111,7 +111,7 @@ async def test_mistral_streamed_reply_equals_langchains_merge(
     prompt: list[BaseMessage] = [HumanMessage("both orders?")]
 
     for _ in range(2):  # a text answer, then two tool calls
-        streamed = await _stream_reply(model, prompt, None, lambda _piece: None)
+        streamed = await _stream_reply(model, prompt, lambda _piece: None)
         reference = await merged_by_langchain(model, prompt)
         assert without_ids(streamed) == without_ids(reference)
 
@@ -148,7 +148,7 @@ async def test_pieces_reach_the_sink_while_the_model_still_streams() -> None:
     model = WatchedModel(seen=lambda: len(pieces))
     model.script(AIMessage(content="one two three four five six seven eight nine ten"))
 
-    reply = await _stream_reply(model, [HumanMessage("count")], None, pieces.append)
+    reply = await _stream_reply(model, [HumanMessage("count")], pieces.append)
 
     assert len(pieces) == 10
     assert reply.content == "one two three four five six seven eight nine ten"
@@ -204,7 +204,7 @@ def test_folding_in_steps_gives_the_one_shot_message(
 
     async def both() -> tuple[BaseMessage, AIMessage]:
         prompt: list[BaseMessage] = [HumanMessage("?")]
-        streamed = await _stream_reply(bound(), prompt, None, lambda _piece: None)
+        streamed = await _stream_reply(bound(), prompt, lambda _piece: None)
         return streamed, await merged_by_langchain(bound(), prompt)
 
     steps.clear()
@@ -220,7 +220,7 @@ async def test_a_model_that_cannot_stream_hands_over_its_whole_text_once() -> No
     # LangChain's own fake with no stream of its own: `_generate` only.
     whole = FakeMessagesListChatModel(responses=[AIMessage(content="All at once.")])
 
-    reply = await _stream_reply(whole, [HumanMessage("hi")], None, pieces.append)
+    reply = await _stream_reply(whole, [HumanMessage("hi")], pieces.append)
 
     assert pieces == ["All at once."]
     assert reply.content == "All at once."
@@ -266,7 +266,7 @@ async def test_a_streamed_call_stays_in_its_callers_run_and_its_callbacks() -> N
 
     async def node(_: object, config: RunnableConfig) -> str:
         outer_runs.append(config["callbacks"].parent_run_id)
-        reply = await _stream_reply(model, [HumanMessage("?")], None, pieces.append)
+        reply = await _stream_reply(model, [HumanMessage("?")], pieces.append)
         return reply.text
 
     tree = RunTree()
@@ -286,7 +286,7 @@ async def test_what_on_text_raises_reaches_the_caller() -> None:
         raise RuntimeError("the screen is gone")
 
     with pytest.raises(RuntimeError, match="the screen is gone"):
-        await _stream_reply(model, [HumanMessage("?")], None, refuse)
+        await _stream_reply(model, [HumanMessage("?")], refuse)
 
 
 @pytest.mark.parametrize("api_key", [FAKE_API_KEY, None])
@@ -299,7 +299,7 @@ async def test_the_model_the_app_builds_streams_through_the_sink(
     model = make_model(Settings(home=tmp_path, api_key=api_key))
     pieces: list[str] = []
 
-    reply = await _stream_reply(model, [HumanMessage("Hello")], None, pieces.append)
+    reply = await _stream_reply(model, [HumanMessage("Hello")], pieces.append)
 
     assert len(pieces) > 3
     assert "".join(pieces) == reply.text

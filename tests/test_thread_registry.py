@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import socket
@@ -241,7 +242,7 @@ def test_transcript_keeps_order_and_every_character(registry: ThreadRegistry) ->
     assert registry.lines("t1", limit=2) == written[-2:]
     assert registry.lines("t1", limit=0) == []
     assert registry.lines("never") == []
-    assert lines[1].to_json() == {
+    assert dataclasses.asdict(lines[1]) == {
         "id": lines[1].id,
         "thread_id": "t1",
         "ts": lines[1].ts,

@@ -87,7 +87,7 @@ def test_translate_events() -> None:
         StepUpdate("t", agent="order_agent", step="correcting", detail="1/2", attempt=1),
     ]
     assert list(translate("t", AgentChanged("refund_agent", "order_agent"))) == [
-        AgentSwitched("t", agent="refund_agent", previous="order_agent")
+        AgentSwitched("t", agent="refund_agent")
     ]
     assert list(translate("t", ReplyDone("order_agent", "Done."))) == [
         ReplyComplete("t", agent="order_agent", text="Done.")

@@ -79,7 +79,6 @@ def gate(
     assert error is not None
     update |= {
         "gate_error": str(error),
-        "gate_remedy": int(error.remedy),
         "gate_codes": list(error.codes),
     }
     if error.remedy is Remedy.ESCALATE:

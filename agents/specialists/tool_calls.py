@@ -26,7 +26,7 @@ from agents.events import (
     StepChanged,
     ToolCalled,
 )
-from agents.history import MALFORMED, tool_answer, unanswered_calls
+from agents.history import HANDOFF_PREFIX, MALFORMED, tool_answer, unanswered_calls
 from agents.reporting import report
 from agents.specialists.approvals import refund_approval_payload
 from agents.specialists.extraction import Extractor
@@ -236,7 +236,7 @@ async def _hand_off(
     turn: _ActStep, tool: BaseTool, call: ToolCall, calls: list[ToolCall]
 ) -> Command[str]:
     spec, state, runtime = turn.spec, turn.state, turn.runtime
-    target = call["name"].removeprefix("transfer_to_")
+    target = call["name"].removeprefix(HANDOFF_PREFIX)
     for other in calls:
         if other is not call:
             turn.refuse(

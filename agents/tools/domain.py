@@ -15,7 +15,7 @@ from langchain_core.tools import BaseTool, tool
 
 from agents.context import ShopContext
 from agents.shop_data import Order
-from gates import AUTO_REFUND_LIMIT, normalise_order_id, validate_ownership
+from gates import AUTO_REFUND_LIMIT, REFUNDABLE_STATUS, normalise_order_id, validate_ownership
 
 
 def _visible_order(order_id: str, runtime: ToolRuntime[Any, Any]) -> Order | None:
@@ -54,7 +54,7 @@ def check_refund_eligibility(order_id: str, runtime: ToolRuntime[Any, Any]) -> s
     refund = runtime.context.shop.refund_for(order.order_id)
     if refund is not None:
         return f"Order {order.order_id} was already refunded (reference {refund.reference})."
-    if order.status != "Delivered":
+    if order.status != REFUNDABLE_STATUS:
         return f"Order {order.order_id} is NOT eligible. Status: {order.status}."
     if Decimal(order.amount) > AUTO_REFUND_LIMIT:
         return (
@@ -73,7 +73,7 @@ def process_refund(
     if order is None:
         return _not_found(order_id), {}
     # The gates checked these before approval; checked again where the money moves.
-    if order.status != "Delivered" or Decimal(order.amount) > AUTO_REFUND_LIMIT:
+    if order.status != REFUNDABLE_STATUS or Decimal(order.amount) > AUTO_REFUND_LIMIT:
         return (
             f"Refund refused: order {order.order_id} is {order.status}, "
             f"${order.amount:.2f}; only delivered orders up to ${AUTO_REFUND_LIMIT:.2f} are "

@@ -10,10 +10,11 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.types import Command
 
 from agents.events import AGENT_TITLES, AGENTS
+from agents.history import HANDOFF_PREFIX
 
 
 def handoff_tool_name(target: str) -> str:
-    return f"transfer_to_{target}"
+    return f"{HANDOFF_PREFIX}{target}"
 
 
 def make_handoff_tool(target: str) -> BaseTool:
