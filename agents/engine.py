@@ -515,4 +515,4 @@ class ShopBotEngine:
             self.threads.append_line(thread_id, "note", line)
 
 
-__all__ = ["InputError", "ShopBotEngine"]
+__all__ = ["ShopBotEngine"]

@@ -17,7 +17,7 @@ from agents.audit_log import AuditLog, AuditQuery
 from agents.shop_data import RefundRecord, ShopData
 from agents.sqlite_store import utc_timestamp
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("shopbot.reconcile")
 
 RESTORED_REASON = "(restored from the audit log)"
 # The paying process writes the refund's audit event right after the ledger row (within the

@@ -30,7 +30,8 @@ class TurnGuard:
     def __init__(self, threads: ThreadRegistry, owner: str) -> None:
         self._threads = threads
         self._owner = owner
-        self._locks: dict[str, asyncio.Lock] = {}
+        # Threads with a turn of this engine running (a second one is refused, never queued).
+        self._turning: set[str] = set()
         # The task running each thread's graph here, and the threads a person stopped.
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._stopped: set[str] = set()
@@ -51,10 +52,10 @@ class TurnGuard:
     @asynccontextmanager
     async def turn(self, thread_id: str) -> AsyncIterator[None]:
         """Hold `thread_id` for one turn, or refuse (`InputError`) while another runs."""
-        lock = self._locks.setdefault(thread_id, asyncio.Lock())
-        if lock.locked():
+        if thread_id in self._turning:
             raise InputError(f"Thread {thread_id} is already answering a message; wait for it.")
-        async with lock:
+        self._turning.add(thread_id)
+        try:
             if not self.claim(thread_id):
                 raise BusyElsewhere(self._busy_text(thread_id))
             keeping = asyncio.create_task(self._keep_lease(thread_id))
@@ -68,6 +69,8 @@ class TurnGuard:
                     # Closing mid-turn may have closed the registry first: the lease then
                     # expires by itself, and whatever ended the turn must not be replaced.
                     log.exception("releasing the turn of %s failed", thread_id)
+        finally:
+            self._turning.discard(thread_id)
 
     def _busy_text(self, thread_id: str) -> str:
         """Who holds the turn, as far as the lease says: it said "another ShopBot window"

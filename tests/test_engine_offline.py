@@ -541,6 +541,25 @@ async def test_a_turn_cut_after_a_hand_off_leaves_a_history_the_provider_accepts
         await carries_on_after_a_hand_off(engine, model, "cut", TURN_CUT_NOTE)
 
 
+async def test_a_second_message_while_a_turn_runs_is_refused_not_queued(
+    tmp_path: Path,
+) -> None:
+    model = GatedModel(free_calls=1)
+    async with open_engine(tmp_path, model=model) as engine:
+        text = "I want a refund for ORD-001, the headphones stopped working"
+        turn = asyncio.create_task(say(engine, "two", text, "Alex"))
+        await asyncio.wait_for(model.held.wait(), timeout=10)
+        for attempt in (say(engine, "two", "hello?", "Alex"), decide(engine, "two", "approve")):
+            with pytest.raises(InputError, match="already answering a message"):
+                await attempt
+        model.open()
+        assert (await turn).result.status == "awaiting_approval"
+        # Once it ended, the thread takes what comes next.
+        assert (await decide(engine, "two", "approve")).result.status == "done"
+        customer_lines = [x.text for x in engine.transcript("two") if x.role == "customer"]
+        assert customer_lines == [text]  # "hello?" was never taken
+
+
 async def test_a_stopped_turn_says_so_and_only_that_turn_stops(tmp_path: Path) -> None:
     # The order agent hands off (a saved step), then the refund agent's first call hangs.
     model = GatedModel(free_calls=1)
