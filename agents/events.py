@@ -282,7 +282,9 @@ def note_for(event: EngineEvent) -> str | None:
     if isinstance(event, RefundPaid):
         return f"refund paid: {event.order_id}, ${event.amount} (reference {event.reference})"
     if isinstance(event, Retrying):
-        return f"model provider failed, retrying in {event.delay:.1f}s ({event.reason})"
+        # (After a colon: the reason often ends in "(HTTP 429)." already.)
+        reason = event.reason.strip().rstrip(".")
+        return f"model provider failed, retrying in {event.delay:.1f}s: {reason}"
     if isinstance(event, TurnFailed):
         return f"⚠ {event.message}"
     return None

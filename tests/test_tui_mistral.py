@@ -90,8 +90,8 @@ async def test_a_rate_limit_is_said_and_the_reply_arrives_whole(
             ("assistant", HELLO),
         ]
         assert notes(app)[1] == (
-            "model provider failed, retrying in 0.1s (The model provider is rate limiting us"
-            " (HTTP 429).)"
+            "model provider failed, retrying in 0.1s: The model provider is rate limiting us"
+            " (HTTP 429)"
         )
         assert stored(app) == transcript_on_screen(app)[1:]
         # The next request carries the whole exchange, once.
