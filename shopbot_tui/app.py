@@ -207,6 +207,8 @@ class ShopBotApp(App[int]):
 
     async def on_unmount(self) -> None:
         if self.engine is not None:
+            # What was typed and not sent is there next time (before the registry closes).
+            await self.chat.drafts.keep()
             engine, self.engine = self.engine, None
             await engine.aclose()
 

@@ -47,6 +47,8 @@ class ThreadLoaded(Message):
     # Another process (a window, a `shopbot` command) was running a turn of it: its stored
     # state was not final (a decision shown pending may be being answered there).
     answering_elsewhere: bool = False
+    # What was typed in it and not sent, last time (see drafts.py).
+    draft: str = ""
 
 
 @dataclass

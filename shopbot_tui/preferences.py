@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from shopbot_tui.newest_wins import NewestWins
 
 log = logging.getLogger("shopbot.tui")
 FILE_NAME = "preferences.json"
@@ -34,9 +35,7 @@ class PreferencesFile:
 
     def __init__(self, home: Path) -> None:
         self.path = home / FILE_NAME
-        self._lock = threading.Lock()
-        self._write_lock = threading.Lock()
-        self._wanted: Preferences | None = None
+        self._unsaved: NewestWins[str, Preferences] = NewestWins()
         # Set when the file could not be read: it is then never written over.
         self._keep_as_is = False
 
@@ -66,23 +65,21 @@ class PreferencesFile:
         )
 
     def want(self, preferences: Preferences) -> None:
-        """Note the newest choice; called in the order the choices are made (on the event
-        loop), so whichever `flush` runs last writes the newest one."""
-        with self._lock:
-            self._wanted = preferences
+        """Note the newest choice (on the event loop, in the order choices are made)."""
+        self._unsaved.want(FILE_NAME, preferences)
 
     def flush(self) -> None:
-        """Write the newest choice not yet written, if any (from any thread). OSError when the
-        file cannot be written."""
-        with self._write_lock:
-            with self._lock:
-                wanted, self._wanted = self._wanted, None
-            if wanted is None or self._keep_as_is:
-                return  # (written already by a later flush, or kept for a person to mend)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            partial = self.path.with_name(f".{FILE_NAME}.{os.getpid()}.tmp")
-            try:
-                partial.write_text(json.dumps(asdict(wanted), indent=2) + "\n", encoding="utf-8")
-                partial.replace(self.path)
-            finally:
-                partial.unlink(missing_ok=True)
+        """Write the newest choice not yet written, if any (from a worker thread); see
+        `NewestWins`. OSError when the file cannot be written."""
+        self._unsaved.flush(self._write)
+
+    def _write(self, _key: str, preferences: Preferences) -> None:
+        if self._keep_as_is:
+            return  # kept for a person to mend
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_name(f".{FILE_NAME}.{os.getpid()}.tmp")
+        try:
+            partial.write_text(json.dumps(asdict(preferences), indent=2) + "\n", encoding="utf-8")
+            partial.replace(self.path)
+        finally:
+            partial.unlink(missing_ok=True)

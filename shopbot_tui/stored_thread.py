@@ -42,6 +42,7 @@ async def read_history(engine: ShopBotEngine, thread_id: str) -> ThreadLoaded:
         agent = await engine.active_agent(thread_id)
         pending = await engine.pending_approval(thread_id)
         elsewhere = await asyncio.to_thread(engine.answering_elsewhere, thread_id)
+        draft = await asyncio.to_thread(engine.draft, thread_id)
     except Exception as exc:
         problem = await asyncio.to_thread(failure_text, engine.settings, exc)
         shown = lines[-HISTORY_LINES:]
@@ -56,6 +57,7 @@ async def read_history(engine: ShopBotEngine, thread_id: str) -> ThreadLoaded:
         agent,
         pending,
         answering_elsewhere=elsewhere,
+        draft=draft,
     )
 
 

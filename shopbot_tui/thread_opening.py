@@ -30,6 +30,8 @@ class ThreadOpener:
     async def open(self, thread_id: str, customer: str | None) -> None:
         chat = self._chat
         await chat.view.leave()
+        if thread_id != chat.thread_id:
+            chat.drafts.leave(chat.thread_id, thread_id)
         chat.thread_id, chat.customer = thread_id, customer
         chat.pending, self.ready = None, False
         self.opening += 1
@@ -70,6 +72,8 @@ class ThreadOpener:
             chat.customer = stored
         chat.panel.show_session(chat.thread_id, chat.customer)
         await chat.view.show_history(message.lines, message.hidden_lines, chat.customer)
+        started = message.info is not None and message.info.turns > 0
+        chat.drafts.loaded(chat.thread_id, message.draft, started=started)
         # While a turn of this app runs on the thread, its stored state lags behind (it is
         # saved when the run stops): a decision read there was already given. The running
         # turn announces any new one itself. So with a turn of another process (a window,

@@ -81,6 +81,7 @@ class TurnReports:
             chat.sync_bindings()
         else:
             chat.panel.show_gates([])
+            chat.drafts.sent(message.thread_id)
             chat.message_input.take_sent(message.text)
             await chat.view.show_sent(message.text, chat.customer)
         # A new turn brings the view back to the newest line, and keeps it there.

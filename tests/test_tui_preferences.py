@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from shopbot_tui.app import DARK_THEME, LIGHT_THEME
+from shopbot_tui.newest_wins import NewestWins
 from shopbot_tui.preferences import (
     FILE_NAME,
     Preferences,
@@ -101,3 +102,22 @@ def test_an_unreadable_file_names_itself(tmp_path: Path) -> None:
     (tmp_path / FILE_NAME).write_text("[]")
     with pytest.raises(PreferencesUnreadable, match="not a JSON object"):
         PreferencesFile(tmp_path).load()
+
+
+def test_a_failed_write_is_tried_again_without_undoing_a_newer_choice() -> None:
+    unsaved: NewestWins[str, str] = NewestWins()
+    written: dict[str, str] = {}
+
+    def disk_full_at_b(key: str, value: str) -> None:
+        if key == "b":
+            unsaved.want("c", "newest c")  # chosen while the write runs
+            raise OSError(28, "No space left on device")
+        written[key] = value
+
+    for key in ("a", "b", "c"):
+        unsaved.want(key, f"old {key}")
+    with pytest.raises(OSError):
+        unsaved.flush(disk_full_at_b)
+    assert written == {"a": "old a"}
+    unsaved.flush(written.__setitem__)  # the next try writes what the failure left
+    assert written == {"a": "old a", "b": "old b", "c": "newest c"}

@@ -23,6 +23,7 @@ from agents.facade import OFFLINE_MODEL_LABEL, ApprovalRequest, Settings
 from shopbot_tui.approval_flow import ApprovalFlow
 from shopbot_tui.chat_commands import ChatCommands
 from shopbot_tui.chat_notices import ChatNotices
+from shopbot_tui.drafts import Drafts
 from shopbot_tui.messages import (
     AgentSwitched,
     ChatExported,
@@ -107,6 +108,7 @@ class ChatScreen(Screen[None]):
         self.reports = TurnReports(self)
         self.approvals = ApprovalFlow(self)
         self.commands = ChatCommands(self)
+        self.drafts = Drafts(self)
 
     # --- layout ---------------------------------------------------------------------
 
@@ -188,6 +190,10 @@ class ChatScreen(Screen[None]):
             event.prevent_default()
             box.focus()
             box.insert_text_at_cursor(event.character)
+
+    @on(Input.Changed, "#message")
+    def _typed(self, event: Input.Changed) -> None:
+        self.drafts.typed(self.thread_id, event.value)
 
     @on(Input.Submitted, "#message")
     def _submit(self, event: Input.Submitted) -> None:

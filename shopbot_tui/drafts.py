@@ -1,0 +1,89 @@
+"""What a person typed in a conversation and has not sent.
+
+It stays with its conversation: opening another one empties the box (a message meant for
+Alex never follows the person into Sam's conversation) and opening it again brings the text
+back, in this session and after quitting (the thread registry keeps it; sending ends it).
+Text typed in a conversation nobody has written in yet belonged to none: it goes along to the
+one opened next, unless that one has its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from shopbot_tui.newest_wins import NewestWins
+
+if TYPE_CHECKING:
+    from shopbot_tui.screens.chat import ChatScreen
+
+log = logging.getLogger("shopbot.tui")
+
+
+class Drafts:
+    def __init__(self, chat: ChatScreen) -> None:
+        self._chat = chat
+        # Thread id -> the box's text in it, this session (the truth while the app runs).
+        self._typed: dict[str, str] = {}
+        self._unsaved: NewestWins[str, str] = NewestWins()
+        # The open conversation has messages: its text stays with it when another opens.
+        self._started = False
+
+    def typed(self, thread_id: str, text: str) -> None:
+        """The box changed while `thread_id` was open."""
+        self._typed[thread_id] = text
+
+    def leave(self, old: str, new: str) -> None:
+        """`new` opens in place of `old`: `old`'s text stays with it, the box shows `new`'s."""
+        box = self._chat.message_input
+        text = box.value
+        self._typed.pop(old, None)
+        if not self._started and not self._typed.get(new):
+            self._typed[new] = text  # nobody's yet: it goes along
+            return
+        self._typed[old] = text
+        self._save(old, text)
+        box.value = self._typed.get(new, "")
+        box.cursor_position = len(box.value)
+        self._started = False
+
+    def loaded(self, thread_id: str, stored: str, *, started: bool) -> None:
+        """`thread_id`'s history is shown: its stored draft too, if nothing was typed since."""
+        self._started = started
+        box = self._chat.message_input
+        if stored and not box.value and not self._typed.get(thread_id):
+            box.value = stored
+            box.cursor_position = len(stored)
+            self._typed[thread_id] = stored
+
+    def sent(self, thread_id: str) -> None:
+        """A message went: the conversation is started, and its draft is over (the registry
+        drops its stored one as it records the message)."""
+        self._started = True
+        self._typed.pop(thread_id, None)
+
+    async def keep(self) -> None:
+        """Store every draft of this session not stored yet (as the app closes)."""
+        for thread_id, text in self._typed.items():
+            self._unsaved.want(thread_id, text)
+        await asyncio.to_thread(self._flush)
+
+    def _save(self, thread_id: str, text: str) -> None:
+        self._unsaved.want(thread_id, text)
+        self._chat.run_worker(
+            asyncio.to_thread(self._flush),
+            group="drafts",
+            description="keep a draft",
+            exit_on_error=False,
+        )
+
+    def _flush(self) -> None:
+        engine = self._chat.engine
+        if engine is None:
+            return
+        try:
+            self._unsaved.flush(engine.save_draft)
+        except Exception:
+            # Still in this session's memory; kept for good at the next try or on quitting.
+            log.exception("keeping a draft failed")
