@@ -156,6 +156,11 @@ async def test_the_keys_panel_shows_shopbots_keys_and_leaves_the_chat_its_width(
         for key in ("Send", "Copy reply", "Export", "Stop reply", "Side panel", "Scroll up"):
             assert key in shown, (key, shown)
         assert "Delete character left" not in shown, shown
+        # Each key's tooltip reads on from its name, shown beside it: not "New New conversation".
+        for line in shown.splitlines():
+            words = line.split()
+            for first, second in zip(words, words[1:], strict=False):
+                assert first.casefold() != second.casefold(), line
         # The conversation keeps the width: the side panel makes room while the keys show.
         assert app.chat.panel.region.width == 0
         assert app.chat.chat_log.region.width >= 60, app.chat.chat_log.region

@@ -71,7 +71,14 @@ class ChatScreen(Screen[None]):
     # Short descriptions, and copy/export only in the command palette (ctrl+p), so the keys
     # that matter (and the app's ctrl+q) fit the footer of an 80- or even 70-column terminal.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+n", "new_thread", "New", tooltip="New conversation", id="chat.new_thread"),
+        # Tooltips read on from the description (the keys panel shows them side by side).
+        Binding(
+            "ctrl+n",
+            "new_thread",
+            "New",
+            tooltip="A conversation for the same customer",
+            id="chat.new_thread",
+        ),
         Binding(
             "ctrl+t",
             "threads",
@@ -80,7 +87,13 @@ class ChatScreen(Screen[None]):
             id="chat.threads",
         ),
         Binding("ctrl+r", "decide", "Decide", tooltip="Reopen the approval", id="chat.decide"),
-        Binding("ctrl+l", "audit_log", "Audit", tooltip="Audit log viewer", id="chat.audit_log"),
+        Binding(
+            "ctrl+l",
+            "audit_log",
+            "Audit",
+            tooltip="Log of every check and decision",
+            id="chat.audit_log",
+        ),
         Binding("ctrl+y", "copy_reply", "Copy reply", show=False, id="chat.copy_reply"),
         Binding("ctrl+s", "export_chat", "Export", show=False, id="chat.export"),
         # Not in the footer (room is short there): the "still answering" notice names it.
