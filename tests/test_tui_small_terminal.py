@@ -3,6 +3,7 @@ no button is cut."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -159,7 +160,7 @@ async def test_the_keys_panel_shows_shopbots_keys_and_leaves_the_chat_its_width(
         # Each key's tooltip reads on from its name, shown beside it: not "New New conversation".
         for line in shown.splitlines():
             words = line.split()
-            for first, second in zip(words, words[1:], strict=False):
+            for first, second in itertools.pairwise(words):
                 assert first.casefold() != second.casefold(), line
         # The conversation keeps the width: the side panel makes room while the keys show.
         assert app.chat.panel.region.width == 0
