@@ -20,12 +20,9 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from agents.facade import (
-    MAX_AUDIT_PAGE,
-    MAX_ERROR_CHARS,
     InputError,
     Reviewer,
     Settings,
@@ -34,17 +31,16 @@ from agents.facade import (
     quoted,
     safe_json,
     undecodable_bytes,
-    validate_thread_id,
     visible,
     visible_line,
 )
+from shopbot_tui.cli_parser import EXIT_USAGE, build_parser
 
 if TYPE_CHECKING:
     from agents.facade import EngineEvent, ShopBotEngine, TurnResult
 
 EXIT_OK = 0
 EXIT_PROVIDER = 1
-EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 
 
@@ -68,122 +64,6 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 def _say(message: str) -> None:
     """One line on stderr; it may quote the person's input, raw or as repr() writes it."""
     print(f"shopbot: {visible_line(message)}", file=sys.stderr)
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        # One line, not argparse's usage dump; argparse quotes arguments raw ("unrecognized
-        # arguments: ...") or with repr(), so the line goes through `visible_line` too, and
-        # whole (a 10 KB argument): cut to what a person reads.
-        # (Cut once made visible: a control character shows as several.)
-        message = visible_line(message)
-        if len(message) > MAX_ERROR_CHARS:
-            message = f"{message[:MAX_ERROR_CHARS]}…"
-        self.exit(EXIT_USAGE, f"shopbot: {message} (see `shopbot --help`)\n")
-
-
-def _audit_limit(text: str) -> int:
-    try:
-        limit = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {quoted(text)}") from None
-    if not 1 <= limit <= MAX_AUDIT_PAGE:
-        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_AUDIT_PAGE:,}, got {limit}")
-    return limit
-
-
-def _moment(text: str) -> str:
-    """An ISO-8601 date or time (`2026-11-30`, `2026-11-30T09:30`, `...Z`, `...+02:00`)."""
-    try:
-        datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not an ISO-8601 date or time: {quoted(text)} (e.g. 2026-11-30 or 2026-11-30T09:30)"
-        ) from None
-    return text.strip()
-
-
-def _thread_id(text: str) -> str:
-    try:
-        return validate_thread_id(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="shopbot",
-        description="ShopBot: a safe customer-support assistant for an online shop.",
-    )
-    parser.add_argument("--thread", metavar="ID", help="open this conversation (TUI)")
-    parser.add_argument(
-        "--customer", metavar="NAME", help="who the customer is (used by the ownership gate)"
-    )
-    parser.add_argument(
-        "--offline", action="store_true", help="use the offline demo model (no network)"
-    )
-    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
-
-    # `metavar`s and a help line for every argument: `shopbot chat --help` showed
-    # "--customer CHAT_CUSTOMER" (the `dest`) and an --offline that said nothing.
-    offline_help = "use the offline demo model even when MISTRAL_API_KEY is set"
-    chat = commands.add_parser("chat", help="send one message, headless")
-    chat.add_argument(
-        "thread_id", metavar="THREAD", help="the conversation: an existing one, or a new id"
-    )
-    chat.add_argument("message", metavar="MESSAGE", help="the message; - reads it from stdin")
-    chat.add_argument(
-        "--customer",
-        dest="chat_customer",
-        metavar="NAME",
-        help="who the customer is (used by the ownership gate)",
-    )
-    chat.add_argument("--json", action="store_true", help="print one JSON object")
-    chat.add_argument("--offline", dest="chat_offline", action="store_true", help=offline_help)
-
-    resume = commands.add_parser("resume", help="answer a pending approval")
-    resume.add_argument("thread_id", metavar="THREAD", help="the conversation waiting")
-    resume.add_argument(
-        "decision",
-        metavar="DECISION",
-        help="refunds: approve, reject, escalate; complaints: escalate_to_senior, "
-        "provide_compensation, close_ticket",
-    )
-    resume.add_argument(
-        "--request",
-        metavar="ID",
-        help="decide only if the request waiting is this one (its request_id)",
-    )
-    resume.add_argument("--json", action="store_true", help="print one JSON object")
-    resume.add_argument("--offline", dest="chat_offline", action="store_true", help=offline_help)
-
-    threads = commands.add_parser("threads", help="list conversations")
-    threads.add_argument("--json", action="store_true", help="one JSON object per line")
-
-    audit = commands.add_parser("audit", help="read the audit log, newest first")
-    audit.add_argument(
-        "--thread",
-        dest="audit_thread",
-        metavar="ID",
-        type=_thread_id,
-        help="only this conversation",
-    )
-    audit.add_argument("--kind", help="only this kind of event")
-    audit.add_argument(
-        "--since", type=_moment, help="only events from this date or time on (UTC if no zone)"
-    )
-    audit.add_argument(
-        "--until", type=_moment, help="only events before this date or time (UTC if no zone)"
-    )
-    audit.add_argument(
-        "--text",
-        help='only events showing every word of TEXT (key=value as printed, "a phrase")',
-    )
-    audit.add_argument(
-        "--limit", type=_audit_limit, default=100, help="at most this many (default 100)"
-    )
-    audit.add_argument("--json", action="store_true", help="one JSON object per line")
-    return parser
 
 
 def _print_result(result: TurnResult, as_json: bool) -> int:
