@@ -4,7 +4,7 @@ It stays with its conversation: opening another one empties the box (a message m
 Alex never follows the person into Sam's conversation) and opening it again brings the text
 back, in this session and after quitting (the thread registry keeps it; sending ends it).
 Text typed in a conversation nobody has written in yet belonged to none: it goes along to the
-one opened next, unless that one has its own.
+one opened next, after that one's own draft if it has one (neither is lost).
 """
 
 from __future__ import annotations
