@@ -4,7 +4,7 @@ It stays with its conversation: opening another one empties the box (a message m
 Alex never follows the person into Sam's conversation) and opening it again brings the text
 back, in this session and after quitting (the thread registry keeps it; sending ends it).
 Text typed in a conversation nobody has written in yet belonged to none: it goes along to the
-one opened next, unless that one has its own.
+one opened next, after that one's own draft if it has one (neither is lost).
 """
 
 from __future__ import annotations
@@ -27,8 +27,12 @@ class Drafts:
         # Thread id -> the box's text in it, this session (the truth while the app runs).
         self._typed: dict[str, str] = {}
         self._unsaved: NewestWins[str, str] = NewestWins()
-        # The open conversation has messages: its text stays with it when another opens.
-        self._started = False
+        # The open conversation is known to have no messages (its history was read): text
+        # typed in it goes along when another opens. Not read yet counts as started: a
+        # conversation opened and left before its history showed keeps its draft.
+        self._empty = False
+        # The conversation text went along to, until its history (and own draft) is read.
+        self._carried_to: str | None = None
 
     def typed(self, thread_id: str, text: str) -> None:
         """The box changed while `thread_id` was open."""
@@ -39,29 +43,44 @@ class Drafts:
         box = self._chat.message_input
         text = box.value
         self._typed.pop(old, None)
-        if not self._started and not self._typed.get(new):
+        empty, self._empty, self._carried_to = self._empty, False, None
+        # (A message going out from `old` makes it started, though not yet accepted.)
+        if empty and old not in self._chat.busy and not self._typed.get(new):
             self._typed[new] = text  # nobody's yet: it goes along
+            self._carried_to = new
             return
         self._typed[old] = text
         self._save(old, text)
         box.value = self._typed.get(new, "")
         box.cursor_position = len(box.value)
-        self._started = False
 
     def loaded(self, thread_id: str, stored: str, *, started: bool) -> None:
-        """`thread_id`'s history is shown: its stored draft too, if nothing was typed since."""
-        self._started = started
+        """`thread_id`'s history is shown: its stored draft too, if nothing was typed since,
+        and before the text that went along to it, if some did (neither is lost)."""
+        self._empty = not started
+        carried, self._carried_to = self._carried_to == thread_id, None
         box = self._chat.message_input
-        if stored and not box.value and not self._typed.get(thread_id):
-            box.value = stored
-            box.cursor_position = len(stored)
-            self._typed[thread_id] = stored
+        if not carried and (box.value or self._typed.get(thread_id)):
+            return  # typed since it opened: that stands
+        if not stored or stored == box.value:
+            return
+        text = f"{stored} {box.value}" if box.value else stored
+        box.value = text
+        box.cursor_position = len(text)
+        self._typed[thread_id] = text
 
-    def sent(self, thread_id: str) -> None:
-        """A message went: the conversation is started, and its draft is over (the registry
-        drops its stored one as it records the message)."""
-        self._started = True
-        self._typed.pop(thread_id, None)
+    def sent(self, thread_id: str, text: str) -> None:
+        """`text` went to `thread_id`: the conversation is started, and its draft is over (the
+        registry drops its stored one as it records the message). Left as it went, the
+        conversation's kept draft loses the text sent (the box, `take_sent`, when it is open)."""
+        if thread_id == self._chat.thread_id:
+            self._empty = False
+            self._typed.pop(thread_id, None)
+            return
+        typed = self._typed.get(thread_id)
+        if typed is not None and typed.startswith(text):
+            self._typed[thread_id] = typed[len(text) :]
+            self._save(thread_id, typed[len(text) :])
 
     async def keep(self) -> None:
         """Store every draft of this session not stored yet (as the app closes)."""

@@ -74,6 +74,8 @@ class TurnReports:
 
     async def accepted(self, message: TurnAccepted) -> None:
         chat = self._chat
+        if message.decision is None:
+            chat.drafts.sent(message.thread_id, message.text)  # (open or not)
         if message.thread_id != chat.thread_id:
             return
         if message.decision is not None:
@@ -81,7 +83,6 @@ class TurnReports:
             chat.sync_bindings()
         else:
             chat.panel.show_gates([])
-            chat.drafts.sent(message.thread_id)
             chat.message_input.take_sent(message.text)
             await chat.view.show_sent(message.text, chat.customer)
         # A new turn brings the view back to the newest line, and keeps it there.

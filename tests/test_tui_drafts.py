@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from textual.widgets import DataTable
 
 from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.screens.threads import ThreadsScreen
-from tests.test_tui_helpers import SIZE, make_app, send, settle
+from tests.test_tui_helpers import SIZE, make_app, send, settle, wait_until
 
 
 async def type_text(pilot: Pilot[Any], text: str) -> None:
@@ -105,3 +106,69 @@ async def test_text_typed_while_a_conversation_opens_is_not_replaced(tmp_path: P
         await type_text(pilot, "new words")
         await settle(pilot)
         assert box(pilot) == "new words"
+
+
+async def test_a_message_sent_as_its_conversation_is_left_is_not_its_draft(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Enter, then another conversation before the turn was accepted: the message sent came
+    back in the box as a draft, to be sent twice."""
+    from agents.turn_recovery import TurnRecovery
+
+    where_it_stands = TurnRecovery.where_it_stands
+
+    async def slowly(self: TurnRecovery, thread_id: str) -> Any:
+        await asyncio.sleep(0.3)  # a slow disk: the turn is accepted after the switch
+        return await where_it_stands(self, thread_id)
+
+    monkeypatch.setattr(TurnRecovery, "where_it_stands", slowly)
+    app = make_app(tmp_path, thread_id="t-sam", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?")
+        await type_text(pilot, "and ORD-005")
+        await pilot.press("enter", "ctrl+n")
+        await settle(pilot)
+        assert box(pilot) == ""
+        await open_from_list(pilot, "t-sam")
+        assert box(pilot) == ""
+        assert app.engine is not None and app.engine.draft("t-sam") == ""
+
+
+async def test_a_draft_stays_when_its_conversation_is_left_before_it_showed(
+    tmp_path: Path,
+) -> None:
+    """Left before its history was read, a conversation counted as one with no messages: its
+    draft went along to the next one."""
+    app = make_app(tmp_path, thread_id="t-a", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?")
+        chat = app.chat
+        await chat.open_thread("t-b", "Sam")
+        await settle(pilot)
+        await send(pilot, "Where is ORD-001?")
+        await type_text(pilot, "for B")
+        await chat.open_thread("t-a", "Sam")
+        await settle(pilot)
+        await chat.open_thread("t-b", "Sam")
+        assert box(pilot) == "for B"
+        await chat.open_thread("t-c", "Sam")  # before t-b's history is read
+        await wait_until(pilot, lambda: chat.thread_ready, "t-c to open")
+        await settle(pilot)
+        assert box(pilot) == ""
+
+
+async def test_text_going_along_keeps_the_draft_already_there(tmp_path: Path) -> None:
+    first = make_app(tmp_path, thread_id="t-old", customer="Sam")
+    async with first.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?")
+        await type_text(pilot, "kept draft")
+
+    app = make_app(tmp_path, thread_id=None, customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await type_text(pilot, "any news?")
+        await open_from_list(pilot, "t-old")
+        assert box(pilot) == "kept draft any news?"  # it was written over, and lost
