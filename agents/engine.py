@@ -181,12 +181,14 @@ class ShopBotEngine:
     def transcript(self, thread_id: str, limit: int | None = None) -> list[ChatLine]:
         return self.threads.lines(thread_id, limit=limit)
 
-    def draft(self, thread_id: str) -> str:
-        """What was typed in the thread and not sent, kept across switching and quitting."""
+    def draft(self, thread_id: str | None) -> str:
+        """What was typed in the thread (None: in a new conversation, before its first
+        message) and not sent, kept across switching and quitting."""
         return self.threads.draft(thread_id)
 
-    def save_draft(self, thread_id: str, text: str) -> None:
-        """Keep `text` as the thread's unsent draft (blank: none). Sending a message ends it."""
+    def save_draft(self, thread_id: str | None, text: str) -> None:
+        """Keep `text` as the thread's unsent draft (blank: none); None: a new conversation's,
+        which the next new conversation takes. Sending a message ends a thread's draft."""
         self.threads.save_draft(thread_id, text)
 
     async def pending_approval(self, thread_id: str) -> ApprovalRequest | None:

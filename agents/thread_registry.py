@@ -311,26 +311,27 @@ class ThreadRegistry(SqliteStore):
             ).fetchone()
         return _line(r) if r else None
 
-    def save_draft(self, thread_id: str, text: str) -> None:
-        """Keep what was typed in `thread_id` and not sent (blank: forget it). Redacted like
-        every line stored: a key pasted into the box is not kept."""
-        validate_thread_id(thread_id)
+    def save_draft(self, thread_id: str | None, text: str) -> None:
+        """Keep what was typed in `thread_id` and not sent (blank: forget it); None: in a new
+        conversation nobody has written in yet (the next one takes it). Redacted like every
+        line stored: a key pasted into the box is not kept."""
+        key = _draft_key(thread_id)
         text = redact(storable_text(text))
         with self._lock, immediate_transaction(self._conn) as conn:
             if text.strip():
                 conn.execute(
                     "INSERT OR REPLACE INTO drafts VALUES (?, ?, ?)",
-                    (thread_id, text, utc_timestamp()),
+                    (key, text, utc_timestamp()),
                 )
             else:
-                conn.execute("DELETE FROM drafts WHERE thread_id = ?", (thread_id,))
+                conn.execute("DELETE FROM drafts WHERE thread_id = ?", (key,))
 
-    def draft(self, thread_id: str) -> str:
-        """What was typed in `thread_id` and not sent ("" when nothing)."""
-        validate_thread_id(thread_id)
+    def draft(self, thread_id: str | None) -> str:
+        """What was typed in `thread_id` (None: a new conversation) and not sent, or ""."""
+        key = _draft_key(thread_id)
         with self._lock:
             row = self._conn.execute(
-                "SELECT text FROM drafts WHERE thread_id = ?", (thread_id,)
+                "SELECT text FROM drafts WHERE thread_id = ?", (key,)
             ).fetchone()
         return str(row["text"]) if row else ""
 
@@ -389,6 +390,12 @@ class ThreadRegistry(SqliteStore):
             conn.execute(
                 "DELETE FROM turn_leases WHERE thread_id = ? AND owner = ?", (thread_id, owner)
             )
+
+
+def _draft_key(thread_id: str | None) -> str:
+    # A new conversation's id is made afresh each time the app starts: its draft is kept
+    # under "", which no thread id can be.
+    return "" if thread_id is None else validate_thread_id(thread_id)
 
 
 def _line(r: sqlite3.Row) -> ChatLine:

@@ -4,7 +4,8 @@ It stays with its conversation: opening another one empties the box (a message m
 Alex never follows the person into Sam's conversation) and opening it again brings the text
 back, in this session and after quitting (the thread registry keeps it; sending ends it).
 Text typed in a conversation nobody has written in yet belonged to none: it goes along to the
-one opened next, after that one's own draft if it has one (neither is lost).
+one opened next, after that one's own draft if it has one (neither is lost); left there as
+the app closes, the next new conversation takes it (its id is never opened again).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ class Drafts:
         self._chat = chat
         # Thread id -> the box's text in it, this session (the truth while the app runs).
         self._typed: dict[str, str] = {}
-        self._unsaved: NewestWins[str, str] = NewestWins()
+        # (Key None: a new conversation's, see `ShopBotEngine.save_draft`.)
+        self._unsaved: NewestWins[str | None, str] = NewestWins()
         # The open conversation is known to have no messages (its history was read): text
         # typed in it goes along when another opens. Not read yet counts as started: a
         # conversation opened and left before its history showed keeps its draft.
@@ -54,9 +56,12 @@ class Drafts:
         box.value = self._typed.get(new, "")
         box.cursor_position = len(box.value)
 
-    def loaded(self, thread_id: str, stored: str, *, started: bool) -> None:
-        """`thread_id`'s history is shown: its stored draft too, if nothing was typed since,
-        and before the text that went along to it, if some did (neither is lost)."""
+    def loaded(
+        self, thread_id: str, stored: str, *, started: bool, new_draft: bool = False
+    ) -> None:
+        """`thread_id`'s history is shown: its stored draft too (`new_draft`: the one a new
+        conversation left as the app closed), if nothing was typed since, and before the text
+        that went along to it, if some did (neither is lost)."""
         self._empty = not started
         carried, self._carried_to = self._carried_to == thread_id, None
         box = self._chat.message_input
@@ -68,6 +73,8 @@ class Drafts:
         box.value = text
         box.cursor_position = len(text)
         self._typed[thread_id] = text
+        if new_draft:
+            self._save(None, "")  # taken: it is this conversation's now
 
     def sent(self, thread_id: str, text: str) -> None:
         """`text` went to `thread_id`: the conversation is started, and its draft is over (the
@@ -83,12 +90,18 @@ class Drafts:
             self._save(thread_id, typed[len(text) :])
 
     async def keep(self) -> None:
-        """Store every draft of this session not stored yet (as the app closes)."""
+        """Store every draft of this session not stored yet (as the app closes); the open
+        conversation's as a new conversation's when nobody has written in it yet."""
+        open_now = self._chat.thread_id
         for thread_id, text in self._typed.items():
-            self._unsaved.want(thread_id, text)
+            if thread_id == open_now and self._empty and open_now not in self._chat.busy:
+                self._unsaved.want(None, text)
+                self._unsaved.want(thread_id, "")
+            else:
+                self._unsaved.want(thread_id, text)
         await asyncio.to_thread(self._flush)
 
-    def _save(self, thread_id: str, text: str) -> None:
+    def _save(self, thread_id: str | None, text: str) -> None:
         self._unsaved.want(thread_id, text)
         self._chat.run_worker(
             asyncio.to_thread(self._flush),

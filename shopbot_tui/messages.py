@@ -49,6 +49,8 @@ class ThreadLoaded(Message):
     answering_elsewhere: bool = False
     # What was typed in it and not sent, last time (see drafts.py).
     draft: str = ""
+    # `draft` is a new conversation's, typed before the app last closed (see drafts.py).
+    new_draft: bool = False
 
 
 @dataclass

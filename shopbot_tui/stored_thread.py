@@ -35,6 +35,7 @@ async def read_history(engine: ShopBotEngine, thread_id: str) -> ThreadLoaded:
     """The thread as the chat opens it: its last HISTORY_LINES lines and its graph state."""
     info: ThreadInfo | None = None
     lines: list[ChatLine] = []
+    new_draft = False
     try:
         info, lines = await read_stored(engine, thread_id)
         # Read apart from the transcript: a state that cannot be read still shows what was
@@ -43,6 +44,10 @@ async def read_history(engine: ShopBotEngine, thread_id: str) -> ThreadLoaded:
         pending = await engine.pending_approval(thread_id)
         elsewhere = await asyncio.to_thread(engine.answering_elsewhere, thread_id)
         draft = await asyncio.to_thread(engine.draft, thread_id)
+        if not draft and (info is None or info.turns == 0):
+            # A new conversation: it takes what was typed in the last one and not sent.
+            draft = await asyncio.to_thread(engine.draft, None)
+            new_draft = bool(draft)
     except Exception as exc:
         problem = await asyncio.to_thread(failure_text, engine.settings, exc)
         shown = lines[-HISTORY_LINES:]
@@ -58,6 +63,7 @@ async def read_history(engine: ShopBotEngine, thread_id: str) -> ThreadLoaded:
         pending,
         answering_elsewhere=elsewhere,
         draft=draft,
+        new_draft=new_draft,
     )
 
 

@@ -13,6 +13,8 @@ from shopbot_tui.stored_thread import read_history
 ELSEWHERE_POLL_SECONDS = 2.0
 
 if TYPE_CHECKING:
+    from textual.worker import Worker
+
     from shopbot_tui.messages import ThreadLoaded
     from shopbot_tui.screens.chat import ChatScreen
 
@@ -41,14 +43,22 @@ class ThreadOpener:
         chat.panel.show_session(thread_id, customer)
         await chat.view.start_loading(chat.turns.replies_so_far.chunk(thread_id))
         chat.sync_bindings()
-        chat.run_worker(
-            self._read(thread_id, self.opening),
+        opening = self.opening
+
+        async def read() -> None:
+            await self._read(thread_id, opening)
+
+        worker: Worker[None] = chat.run_worker(
+            # A callable, not a coroutine: one cancelled before it starts (an opening right
+            # after) is then never made, instead of left "never awaited".
+            read,
             name=f"open {thread_id}",
             group="thread-load",
             description="read a thread's history",
             exclusive=True,
             exit_on_error=False,
         )
+        del worker  # (named for its type only: mypy cannot infer it from a local function)
 
     async def _read(self, thread_id: str, opening: int) -> None:
         engine = self._chat.engine
@@ -73,7 +83,9 @@ class ThreadOpener:
         chat.panel.show_session(chat.thread_id, chat.customer)
         await chat.view.show_history(message.lines, message.hidden_lines, chat.customer)
         started = message.info is not None and message.info.turns > 0
-        chat.drafts.loaded(chat.thread_id, message.draft, started=started)
+        chat.drafts.loaded(
+            chat.thread_id, message.draft, started=started, new_draft=message.new_draft
+        )
         # While a turn of this app runs on the thread, its stored state lags behind (it is
         # saved when the run stops): a decision read there was already given. The running
         # turn announces any new one itself. So with a turn of another process (a window,

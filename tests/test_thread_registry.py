@@ -167,6 +167,13 @@ def test_a_draft_is_kept_until_sent_or_cleared(registry_path: Path) -> None:
         assert registry.draft("t2") == ""
         registry.save_draft("t3", "my key is sk-" + "a1b2c3d4" * 4)
         assert "a1b2c3d4" not in registry.draft("t3")  # never stored
+        # A new conversation's (its id is made afresh at each start): apart from every thread.
+        registry.save_draft(None, "typed before any message")
+        assert registry.draft(None) == "typed before any message"
+        with pytest.raises(ValueError, match="Invalid thread id"):
+            registry.draft("")
+        registry.save_draft(None, "")
+        assert registry.draft(None) == ""
 
 
 def test_update_refuses_unknown_things(registry: ThreadRegistry) -> None:

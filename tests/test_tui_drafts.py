@@ -172,3 +172,34 @@ async def test_text_going_along_keeps_the_draft_already_there(tmp_path: Path) ->
         await type_text(pilot, "any news?")
         await open_from_list(pilot, "t-old")
         assert box(pilot) == "kept draft any news?"  # it was written over, and lost
+
+
+async def test_a_new_conversations_draft_is_in_the_next_new_conversation(tmp_path: Path) -> None:
+    app = make_app(tmp_path, thread_id=None, customer="Sam")  # a new conversation, as usual
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        first_id = app.chat.thread_id
+        await type_text(pilot, "Where is ORD-002")
+    # (Quit before sending: that conversation's id is never opened again.)
+
+    again = make_app(tmp_path, thread_id=None, customer="Sam")
+    async with again.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert again.chat.thread_id != first_id
+        assert box(pilot) == "Where is ORD-002"
+        assert again.engine is not None and again.engine.draft(None) == ""  # taken
+        await pilot.press("enter")
+        await settle(pilot)
+        sent_in = again.chat.thread_id
+        await pilot.press("ctrl+n")  # taken once: not in every new conversation after it
+        await settle(pilot)
+        assert box(pilot) == ""
+
+    third = make_app(tmp_path, thread_id=None, customer="Sam")
+    async with third.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert box(pilot) == ""  # sent: neither here nor in the conversation it went to
+        assert third.engine is not None
+        assert third.engine.draft(sent_in) == "" and third.engine.draft(None) == ""
+        lines = third.engine.transcript(sent_in)
+        assert [line.text for line in lines if line.role == "customer"] == ["Where is ORD-002"]
