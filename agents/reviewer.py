@@ -7,6 +7,7 @@ typed into the app would be no more trustworthy than the account that runs it.
 
 from __future__ import annotations
 
+import functools
 import getpass
 from dataclasses import dataclass
 
@@ -14,8 +15,10 @@ NAME_LENGTH = 64
 UNKNOWN = "unknown user"
 
 
+@functools.cache
 def login_name() -> str:
-    """The login name of the account running ShopBot, or "unknown user"."""
+    """The login name of the account running ShopBot, or "unknown user". Looked up once: it
+    may ask the password database, and it does not change while ShopBot runs."""
     try:
         name = getpass.getuser()
     except (KeyError, OSError):  # no USER/LOGNAME and no password entry (some containers)

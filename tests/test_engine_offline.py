@@ -118,16 +118,26 @@ async def test_the_audit_log_says_who_decided(tmp_path: Path) -> None:
 
 
 def test_the_login_name_is_one_bounded_line_or_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(getpass, "getuser", lambda: "  ann\nlee " + "x" * 100)
+    def user(name: str) -> Callable[[], str]:
+        login_name.cache_clear()  # (looked up once a process otherwise)
+        return lambda: name
+
+    monkeypatch.setattr(getpass, "getuser", user("  ann\nlee " + "x" * 100))
     assert login_name() == ("ann lee " + "x" * 100)[:64]
 
     def no_user() -> str:
         raise KeyError("getpwuid(): uid not found: 4242")
 
+    login_name.cache_clear()
     monkeypatch.setattr(getpass, "getuser", no_user)
     assert login_name() == "unknown user"
-    monkeypatch.setattr(getpass, "getuser", lambda: "   ")
+    monkeypatch.setattr(getpass, "getuser", user("   "))
     assert login_name() == "unknown user"
+    monkeypatch.setattr(getpass, "getuser", user("dana"))
+    assert login_name() == "dana"
+    monkeypatch.setattr(getpass, "getuser", no_user)
+    assert login_name() == "dana"  # looked up once
+    login_name.cache_clear()  # (the next test sees the real one)
 
 
 @pytest.mark.parametrize("decision", ["reject", "escalate"])
