@@ -36,6 +36,16 @@ async def open_from_list(pilot: Pilot[Any], thread_id: str) -> None:
     assert isinstance(pilot.app.screen, ChatScreen) and pilot.app.chat.thread_id == thread_id
 
 
+async def left_earlier(tmp_path: Path, thread_id: str, *, sent: str, typed: str = "") -> None:
+    """An earlier session: `sent` sent in `thread_id`, then `typed` typed, then quit."""
+    app = make_app(tmp_path, thread_id=thread_id, customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, sent)
+        if typed:
+            await type_text(pilot, typed)
+
+
 async def test_a_draft_stays_with_its_conversation(tmp_path: Path) -> None:
     app = make_app(tmp_path, thread_id="t-sam", customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
@@ -56,12 +66,9 @@ async def test_a_draft_stays_with_its_conversation(tmp_path: Path) -> None:
 
 
 async def test_a_draft_is_there_after_quitting_until_it_is_sent(tmp_path: Path) -> None:
-    app = make_app(tmp_path, thread_id="t-sam", customer="Sam")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await send(pilot, "Where is ORD-002?")
-        await type_text(pilot, "I want a refund for ORD-005")
-    # (Quit with the box full.)
+    await left_earlier(
+        tmp_path, "t-sam", sent="Where is ORD-002?", typed="I want a refund for ORD-005"
+    )
 
     again = make_app(tmp_path, thread_id="t-sam", customer="Sam")
     async with again.run_test(size=SIZE) as pilot:
@@ -80,11 +87,7 @@ async def test_a_draft_is_there_after_quitting_until_it_is_sent(tmp_path: Path) 
 
 
 async def test_text_typed_before_choosing_a_conversation_goes_along(tmp_path: Path) -> None:
-    first = make_app(tmp_path, thread_id="t-old", customer="Sam")
-    async with first.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await send(pilot, "Where is ORD-002?")
-
+    await left_earlier(tmp_path, "t-old", sent="Where is ORD-002?")
     app = make_app(tmp_path, thread_id=None, customer="Sam")  # a new, empty conversation
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -94,12 +97,7 @@ async def test_text_typed_before_choosing_a_conversation_goes_along(tmp_path: Pa
 
 
 async def test_text_typed_while_a_conversation_opens_is_not_replaced(tmp_path: Path) -> None:
-    first = make_app(tmp_path, thread_id="t-sam", customer="Sam")
-    async with first.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await send(pilot, "Where is ORD-002?")
-        await type_text(pilot, "old draft")
-
+    await left_earlier(tmp_path, "t-sam", sent="Where is ORD-002?", typed="old draft")
     app = make_app(tmp_path, thread_id="t-sam", customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         # Typed as the app starts, before the conversation's history (and draft) is read.
@@ -116,9 +114,11 @@ async def test_a_message_sent_as_its_conversation_is_left_is_not_its_draft(
     from agents.turn_recovery import TurnRecovery
 
     where_it_stands = TurnRecovery.where_it_stands
+    holding, switched = asyncio.Event(), asyncio.Event()
 
     async def slowly(self: TurnRecovery, thread_id: str) -> Any:
-        await asyncio.sleep(0.3)  # a slow disk: the turn is accepted after the switch
+        if holding.is_set():
+            await switched.wait()  # a slow disk: the turn is accepted after the switch
         return await where_it_stands(self, thread_id)
 
     monkeypatch.setattr(TurnRecovery, "where_it_stands", slowly)
@@ -127,7 +127,10 @@ async def test_a_message_sent_as_its_conversation_is_left_is_not_its_draft(
         await settle(pilot)
         await send(pilot, "Where is ORD-002?")
         await type_text(pilot, "and ORD-005")
+        holding.set()
         await pilot.press("enter", "ctrl+n")
+        await wait_until(pilot, lambda: app.chat.thread_id != "t-sam", "the new conversation")
+        switched.set()
         await settle(pilot)
         assert box(pilot) == ""
         await open_from_list(pilot, "t-sam")
@@ -160,12 +163,7 @@ async def test_a_draft_stays_when_its_conversation_is_left_before_it_showed(
 
 
 async def test_text_going_along_keeps_the_draft_already_there(tmp_path: Path) -> None:
-    first = make_app(tmp_path, thread_id="t-old", customer="Sam")
-    async with first.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await send(pilot, "Where is ORD-002?")
-        await type_text(pilot, "kept draft")
-
+    await left_earlier(tmp_path, "t-old", sent="Where is ORD-002?", typed="kept draft")
     app = make_app(tmp_path, thread_id=None, customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

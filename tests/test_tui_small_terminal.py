@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.binding import Binding
+from textual.pilot import Pilot
 from textual.widgets import Button, HelpPanel
 from textual.widgets._toast import Toast
 
+from shopbot_tui.app import ShopBotApp
 from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.audit_viewer import AuditViewerScreen
 from shopbot_tui.screens.chat import ChatScreen
@@ -88,6 +91,18 @@ async def test_every_button_label_shows_whole(
             assert str(button.label) in frame, (str(button.label), frame)
 
 
+async def open_list_of_six(pilot: Pilot[Any]) -> None:
+    """The conversation list, with six conversations in it."""
+    await settle(pilot)
+    app = pilot.app
+    assert isinstance(app, ShopBotApp) and app.engine is not None
+    for n in range(6):
+        app.engine.threads.ensure(f"t-{n}", customer="Sam")
+    await pilot.press("ctrl+t")
+    await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), "the threads")
+    await settle(pilot)
+
+
 @pytest.mark.parametrize("size", [(44, 14), (70, 20), (80, 24)])
 async def test_the_conversation_list_shows_rows_in_a_short_terminal(
     tmp_path: Path, size: tuple[int, int]
@@ -95,13 +110,7 @@ async def test_the_conversation_list_shows_rows_in_a_short_terminal(
     """At 44x14 the filter, the new-conversation row and the hint left the list no row."""
     app = make_app(tmp_path, thread_id="t-0", customer="Sam")
     async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        assert app.engine is not None
-        for n in range(6):
-            app.engine.threads.ensure(f"t-{n}", customer="Sam")
-        await pilot.press("ctrl+t")
-        await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), "the threads")
-        await settle(pilot)
+        await open_list_of_six(pilot)
         frame = frame_text(app)
         shown = [n for n in range(6) if f"t-{n} " in frame]
         assert len(shown) >= 3, frame
@@ -119,13 +128,7 @@ async def test_a_toast_in_a_small_terminal_covers_no_row_of_the_list(
     new-conversation row: in a small terminal it is one full-width line, above the footer."""
     app = make_app(tmp_path, thread_id="t-0", customer="Sam")
     async with app.run_test(size=size, notifications=True) as pilot:
-        await settle(pilot)
-        assert app.engine is not None
-        for n in range(6):
-            app.engine.threads.ensure(f"t-{n}", customer="Sam")
-        await pilot.press("ctrl+t")
-        await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), "the threads")
-        await settle(pilot)
+        await open_list_of_six(pilot)
         app.notify("Copied the last reply (133 characters).")
         await wait_until(pilot, lambda: bool(app.screen.query(Toast)), "the toast")
         await pilot.pause()
