@@ -93,6 +93,11 @@ class Drafts:
         """Store every draft of this session not stored yet (as the app closes); the open
         conversation's as a new conversation's when nobody has written in it yet."""
         open_now = self._chat.thread_id
+        dialog = self._chat.approvals.dialog
+        if dialog is not None and dialog.typed:
+            # Typing that ran on into the approval dialog goes back to the box when it closes
+            # (`ApprovalFlow._keep_typed`); closing with the app, it goes to the draft.
+            self._typed[open_now] = self._typed.get(open_now, "") + dialog.typed
         for thread_id, text in self._typed.items():
             if thread_id == open_now and self._empty and open_now not in self._chat.busy:
                 self._unsaved.want(None, text)

@@ -334,6 +334,22 @@ async def test_typing_on_once_armed_puts_the_keys_back_to_sleep(tmp_path: Path) 
         assert "approval_decided" not in audit_kinds(app, "t-test")
 
 
+@pytest.mark.usefixtures("arming_by_hand")
+async def test_words_typed_into_the_dialog_outlast_quitting(tmp_path: Path) -> None:
+    async with refund_dialog(tmp_path) as (_app, pilot, screen):
+        await pilot.press("s", "o", "r", "r", "y")  # typing ran on as the dialog opened
+        await pilot.pause()
+        assert screen.typed == "sorry"
+    # (Quit with the dialog open.)
+    again = make_app(tmp_path, customer="Sam")
+    async with again.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert isinstance(again.screen, ApprovalScreen)  # still asked
+        await pilot.press("escape")
+        await settle(pilot)
+        assert again.chat.query_one("#message", Input).value == "sorry"
+
+
 async def test_decision_taken_elsewhere_is_refused_and_the_thread_reloads(tmp_path: Path) -> None:
     app = make_app(tmp_path, customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
