@@ -373,6 +373,7 @@ class ShopBotEngine:
         failure: TurnFailed | None = None
         # The approval nodes announce a pause just before they call interrupt().
         paused = False
+        stopped_looping = False
         try:
             with self._guard.stoppable(thread_id):
                 async for _namespace, data in self.graph.astream(
@@ -410,6 +411,8 @@ class ShopBotEngine:
         except ProviderUnavailable as exc:
             failure = TurnFailed(kind="provider", message=str(exc))
         except GraphRecursionError:
+            # The run stopped mid-step: its thread still points at the looping node.
+            stopped_looping = True
             done = ReplyDone(agent, LIMIT_REACHED)
             detail = {"limit": "recursion", "detail": f"more than {RECURSION_LIMIT} steps"}
             self._recorder.append("limit_reached", thread_id=thread_id, agent=agent, detail=detail)
@@ -423,7 +426,9 @@ class ShopBotEngine:
             self._note(thread_id, failure)
             yield failure
         with self._cut_noted(thread_id, agent):
-            result, info = await self._finish(thread_id, done, failure, agent, paused=paused)
+            result, info = await self._finish(
+                thread_id, done, failure, agent, paused=paused, stopped_looping=stopped_looping
+            )
         if result.pending is not None:
             yield ApprovalRequested(result.pending)
         yield TurnFinished(result)
@@ -448,11 +453,13 @@ class ShopBotEngine:
         agent: str,
         *,
         paused: bool,
+        stopped_looping: bool = False,
     ) -> tuple[TurnResult, ThreadInfo]:
         """Record how the turn ended. The stored state is read back only when the turn paused
-        or did not end normally: a plain turn's events already said all there is to know."""
+        or did not end normally: a plain turn's events already said all there is to know.
+        (A brake inside the graph, the hand-off cap or a repeated call, ends its run normally.)"""
         reply = done.text if done else ""
-        closing = reply == LIMIT_REACHED
+        closing = stopped_looping
         pending: ApprovalRequest | None = None
         state = None
         if paused or closing or failure is not None:
