@@ -191,6 +191,10 @@ class ShopBotEngine:
         which the next new conversation takes. Sending a message ends a thread's draft."""
         self.threads.save_draft(thread_id, text)
 
+    def drafted_threads(self) -> set[str]:
+        """The threads with a draft kept (see `save_draft`)."""
+        return self.threads.drafted()
+
     async def pending_approval(self, thread_id: str) -> ApprovalRequest | None:
         """The decision this thread waits for, if any (it survives restarts)."""
         return self._stored.pending(thread_id, await self._stored.snapshot(thread_id))

@@ -335,6 +335,12 @@ class ThreadRegistry(SqliteStore):
             ).fetchone()
         return str(row["text"]) if row else ""
 
+    def drafted(self) -> set[str]:
+        """The threads with a draft kept (a new conversation's is none of them)."""
+        with self._lock:
+            rows = self._conn.execute("SELECT thread_id FROM drafts WHERE thread_id != ''")
+            return {str(row["thread_id"]) for row in rows}
+
     def claim_turn(self, thread_id: str, owner: str) -> bool:
         """Take the thread's turn lease for `owner`; False when another live process holds it.
 

@@ -98,6 +98,8 @@ class ChatCommands:
         chat.app.push_screen(
             ThreadsScreen(
                 engine.list_threads,
+                stored_drafts=engine.drafted_threads,
+                drafts_now=chat.drafts.drafted,
                 current_thread=chat.thread_id,
                 customer=chat.customer,
                 settings=chat.settings,

@@ -36,6 +36,12 @@ class Drafts:
         # The conversation text went along to, until its history (and own draft) is read.
         self._carried_to: str | None = None
 
+    def drafted(self, stored: set[str]) -> set[str]:
+        """The conversations with a draft: `stored` (as the registry has them), as this
+        session has them now (what it stores runs behind, in a worker)."""
+        typed = {thread_id for thread_id, text in self._typed.items() if text.strip()}
+        return (stored - self._typed.keys()) | typed
+
     def typed(self, thread_id: str, text: str) -> None:
         """The box changed while `thread_id` was open."""
         self._typed[thread_id] = text

@@ -201,3 +201,35 @@ async def test_a_new_conversations_draft_is_in_the_next_new_conversation(tmp_pat
         assert third.engine.draft(sent_in) == "" and third.engine.draft(None) == ""
         lines = third.engine.transcript(sent_in)
         assert [line.text for line in lines if line.role == "customer"] == ["Where is ORD-002"]
+
+
+def titles(pilot: Pilot[Any]) -> dict[str, str]:
+    """The conversation list's first-message column, by thread."""
+    table = pilot.app.screen.query_one("#threads", DataTable)
+    return {str(row.value): str(table.get_row_at(index)[3]) for index, row in enumerate(table.rows)}
+
+
+async def test_the_conversation_list_marks_the_ones_with_a_draft(tmp_path: Path) -> None:
+    await left_earlier(tmp_path, "t-kept", sent="Where is ORD-005?", typed="and a refund")
+    app = make_app(tmp_path, thread_id="t-sam", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?")
+        await type_text(pilot, "for later")
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        await send(pilot, "Where is ORD-006?")
+        new_id = app.chat.thread_id
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        shown = titles(pilot)
+        assert shown["t-kept"] == "✎ Where is ORD-005?"  # kept from an earlier session
+        assert shown["t-sam"] == "✎ Where is ORD-002?"  # left with text in the box just now
+        assert shown[new_id] == "Where is ORD-006?"
+        await pilot.press("escape")
+        await settle(pilot)
+        await open_from_list(pilot, "t-sam")
+        await pilot.press("ctrl+a", "ctrl+k")  # the draft deleted, not sent
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        assert titles(pilot)["t-sam"] == "Where is ORD-002?"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
 from rich.text import Text
@@ -58,6 +58,8 @@ class ThreadChoice:
 class ThreadsLoaded(Message):
     threads: list[ThreadInfo]
     error: str = ""
+    # The threads with a draft kept, as the registry has them.
+    drafted: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -103,9 +105,17 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         current_thread: str | None,
         customer: str | None,
         settings: Settings | None = None,
+        stored_drafts: Callable[[], set[str]] | None = None,
+        drafts_now: Callable[[set[str]], set[str]] | None = None,
     ) -> None:
+        """`stored_drafts`: the threads with a draft kept (read off the event loop);
+        `drafts_now`: those as the chat has them now, given those (on the loop)."""
         super().__init__()
         self._list_threads = list_threads
+        self._stored_drafts = stored_drafts
+        self._drafts_now = drafts_now
+        # Threads with a draft: marked ✎ before their first message.
+        self._drafted: set[str] = set()
         self._settings = settings  # to name a damaged store, should the list fail
         self._current = current_thread
         self._customer = customer
@@ -192,6 +202,7 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         # The registry is SQLite: read it off the event loop.
         try:
             threads = await asyncio.to_thread(self._list_threads, SHOWN + 1)
+            drafted = await asyncio.to_thread(self._stored_drafts) if self._stored_drafts else set()
         except Exception as exc:
             problem = (
                 await asyncio.to_thread(failure_text, self._settings, exc)
@@ -200,7 +211,7 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
             )
             self.post_message(ThreadsLoaded([], error=problem))
         else:
-            self.post_message(ThreadsLoaded(threads))
+            self.post_message(ThreadsLoaded(threads, drafted=drafted))
 
     @on(ThreadsLoaded)
     def _loaded(self, message: ThreadsLoaded) -> None:
@@ -210,6 +221,8 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
             self.notify(message.error, title="Threads", severity="error", markup=False)
         self._more = len(message.threads) > SHOWN
         self._threads = message.threads[:SHOWN]
+        drafted = message.drafted
+        self._drafted = self._drafts_now(drafted) if self._drafts_now else drafted
         if self._more:
             self.query_one("#threads-dialog").border_subtitle = Content(
                 f"the {SHOWN} most recent · the filter searches all"
@@ -235,7 +248,7 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
                 Text(mark, style=theme_style(style, variables)),
                 Text(info.thread_id, style="bold" if current else ""),
                 Text(visible(info.customer or "")),
-                Text(visible(info.title), overflow="ellipsis", no_wrap=True),
+                self._title(info),
                 Text(AGENT_TITLES.get(info.active_agent, info.active_agent).removesuffix(" agent")),
                 Text(str(info.turns), justify="right"),
                 Text(info.updated_at[:16].replace("T", " ")),
@@ -248,6 +261,14 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
             if not self._threads
             else Content("No conversation matches the filter.")
         )
+
+    def _title(self, info: ThreadInfo) -> Text:
+        """The first message, after ✎ when a draft waits in the conversation."""
+        title = Text(overflow="ellipsis", no_wrap=True)
+        if info.thread_id in self._drafted:
+            title.append("✎ ", style="bold")
+        title.append(visible(info.title))
+        return title
 
     @on(Input.Changed, "#filter")
     def _filter(self, event: Input.Changed) -> None:
