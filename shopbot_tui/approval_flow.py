@@ -70,7 +70,9 @@ class ApprovalFlow:
         # (Imported here: not needed for the first paint.)
         from shopbot_tui.screens.approval import ApprovalScreen
 
-        self.dialog = modal = ApprovalScreen(request)
+        # Named in the dialog before the decision, and recorded with it in the audit log.
+        reviewer = Reviewer.here("app")
+        self.dialog = modal = ApprovalScreen(request, reviewer)
 
         def decided(decision: str | None) -> None:
             self.dialog = None
@@ -88,7 +90,7 @@ class ApprovalFlow:
                         request.thread_id,
                         decision,
                         asked=request.request_id,
-                        reviewer=Reviewer.here("app"),
+                        reviewer=reviewer,
                     ),
                     decision=decision,
                 )

@@ -94,6 +94,8 @@ async def test_refund_opens_the_modal_and_approve_by_key(tmp_path: Path) -> None
         assert labels == ["[a] Approve", "[r] Reject", "[e] Escalate"]
         assert app.bells == 1
         assert not app.notices  # the dialog says what is asked; no toast repeats it over it
+        subtitle = str(screen.query_one("#approval-dialog").border_subtitle)
+        assert subtitle == f"thread t-test · deciding as {login_name()}"
         assert "waiting for a human decision: refund approval" in notes(app)
         assert "approval_requested" in audit_kinds(app, "t-test")
 

@@ -4,7 +4,7 @@ before accepting a change: `uv run pytest tests/test_tui_snapshots.py --snapshot
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from agents.reviewer import login_name
 from shopbot_tui.screens.approval import ApprovalScreen
 from tests.test_tui_helpers import (
     SIZE,
@@ -23,6 +24,15 @@ from tests.test_tui_helpers import (
 
 SnapCompare = Callable[..., bool]
 DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+@pytest.fixture(autouse=True)
+def reviewer_named_pat(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The approval dialogs name the login deciding: the same one on every machine."""
+    monkeypatch.setenv("LOGNAME", "pat")
+    login_name.cache_clear()
+    yield
+    login_name.cache_clear()  # (the next test sees the real one)
 
 
 async def steady(pilot: Pilot[Any]) -> None:

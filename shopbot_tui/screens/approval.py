@@ -16,7 +16,7 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Static
 
-from agents.facade import ApprovalRequest, visible
+from agents.facade import ApprovalRequest, Reviewer, visible
 from shopbot_tui.widgets.message_box import one_line
 
 # One key per option, shown on its button. Refund: approve / reject / escalate.
@@ -165,9 +165,10 @@ class ApprovalScreen(ModalScreen[str | None]):
     # decision: a person looks at the chosen button before confirming it.
     CONFIRM_GAP: ClassVar[float] = 0.25
 
-    def __init__(self, request: ApprovalRequest) -> None:
+    def __init__(self, request: ApprovalRequest, reviewer: Reviewer) -> None:
         super().__init__()
         self.request = request
+        self.reviewer = reviewer
         self.armed = False
         # What was typed while the keys slept: the chat gives it back to the message box.
         self.typed = ""
@@ -187,7 +188,10 @@ class ApprovalScreen(ModalScreen[str | None]):
         # its scrollbar ran down beside the buttons and the hint.)
         with Vertical(id="approval-dialog") as dialog:
             dialog.border_title = Content(KIND_TITLES.get(request.kind, "Decision needed"))
-            dialog.border_subtitle = Content(f"thread {request.thread_id}")
+            # Who the audit log will say decided: the account ShopBot runs under.
+            dialog.border_subtitle = Content(
+                f"thread {request.thread_id} · deciding as {visible(self.reviewer.name)}"
+            )
             with VerticalScroll(id="approval-body"):
                 yield Static(Content(visible(headline(request))), id="approval-message")
                 yield Facts(_facts(self.request), id="approval-facts")
