@@ -4,6 +4,7 @@ last reply, export the chat, open the audit log."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from shopbot_tui.chat_notices import (
@@ -133,7 +134,24 @@ class ChatCommands:
         chat.post_message(await export_transcript(engine, chat.settings.home, thread_id))
 
     def open_audit_log(self) -> None:
+        """The audit log viewer, on the open thread's events; it may come back with another
+        conversation to open (`o` on one of its events)."""
         from shopbot_tui.screens.audit_viewer import AuditViewerScreen  # not for first paint
 
         chat = self._chat
-        chat.app.push_screen(AuditViewerScreen(chat.settings.audit_path, thread_id=chat.thread_id))
+        chat.app.push_screen(
+            AuditViewerScreen(chat.settings.audit_path, thread_id=chat.thread_id),
+            callback=self._open_from_audit,
+        )
+
+    async def _open_from_audit(self, thread_id: str | None) -> None:
+        chat = self._chat
+        if thread_id is None or thread_id == chat.thread_id or (engine := self._engine()) is None:
+            return
+        info = await asyncio.to_thread(engine.thread, thread_id)
+        if info is None:
+            # Events outlive their conversation's listing (another ShopBot home's threads
+            # file, a test run): opening it would start an empty conversation of that name.
+            chat.notices.thread_not_listed(thread_id)
+            return
+        await chat.open_thread(thread_id, info.customer)

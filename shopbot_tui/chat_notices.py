@@ -89,6 +89,15 @@ class ChatNotices:
             error, title="Could not open the conversation", severity="error", markup=False
         )
 
+    def thread_not_listed(self, thread_id: str) -> None:
+        self._screen.notify(
+            f"Conversation {thread_id} is not among this ShopBot's conversations; "
+            "its events stay in the audit log.",
+            title="Cannot open it",
+            severity="warning",
+            markup=False,
+        )
+
     def thread_of_another_customer(self, thread_id: str, owner: str, customer: str) -> None:
         self._screen.notify(
             f"Thread {thread_id} belongs to {owner}; "

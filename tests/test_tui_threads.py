@@ -11,14 +11,16 @@ from textual.color import Color
 from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, Input
 
-from agents.facade import ShopBotEngine
+from agents.facade import AuditQuery, ShopBotEngine
 from agents.offline.demo_model import OfflineDemoModel
 from agents.settings import Settings
 from agents.thread_registry import ChatLine
 from shopbot_tui.messages import ThreadLoaded
 from shopbot_tui.screens.approval import ApprovalScreen
+from shopbot_tui.screens.audit_viewer import AuditViewerScreen
 from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.screens.threads import SHOWN, ThreadsScreen
+from shopbot_tui.widgets.audit_table import AuditEventTable
 from shopbot_tui.widgets.conversation import AssistantReply
 from tests.fakes.damage import damage_thread_state, filled_audit_log, garble_past_first_page
 from tests.test_tui_chat import contrast
@@ -421,6 +423,58 @@ async def test_audit_log_opens_over_the_chat(tmp_path: Path) -> None:
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
         assert app.chat.thread_id == "t-audit"
+
+
+async def test_an_audit_event_opens_its_conversation(tmp_path: Path) -> None:
+    """`o` in the audit viewer opens the conversation of the event under the cursor, with its
+    customer; an event of a conversation this ShopBot does not list, or of none, opens none."""
+    app = make_app(tmp_path, thread_id="t-sam", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?")
+        assert app.engine is not None
+        audit = app.engine.audit
+        ghost = audit.append("handoff", thread_id="t-ghost", agent="order_agent")
+        unthreaded = audit.append("refund_processed", detail={"order_id": "ORD-001"})
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        new_thread = app.chat.thread_id
+        assert new_thread != "t-sam"
+
+        async def viewer_on(event_id: int) -> AuditViewerScreen:
+            await pilot.press("ctrl+l")
+            await settle(pilot)
+            viewer = app.screen
+            assert isinstance(viewer, AuditViewerScreen)
+            viewer.set_filters()  # every thread's events, not only the open one's
+            await settle(pilot)
+            assert viewer.query_one(AuditEventTable).move_to_event(event_id)
+            await settle(pilot)
+            return viewer
+
+        # An event of no conversation: "open" is dimmed and does nothing.
+        viewer = await viewer_on(unthreaded.id)
+        assert viewer.check_action("open_thread", ()) is None
+        await pilot.press("o")
+        await settle(pilot)
+        assert app.screen is viewer
+
+        # Of a conversation not listed: said, and the open one stays.
+        assert await viewer_on(ghost.id) is viewer
+        await pilot.press("o")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen) and app.chat.thread_id == new_thread
+        (said,) = iter_notices(app, "warning")
+        assert said.startswith("Cannot open it: Conversation t-ghost is not among")
+
+        (sams_event, *_) = audit.page(AuditQuery(thread_id="t-sam"))
+        viewer = await viewer_on(sams_event.id)
+        assert viewer.check_action("open_thread", ()) is True
+        await pilot.press("o")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen)
+        assert (app.chat.thread_id, app.chat.customer) == ("t-sam", "Sam")
+        assert ("customer", "Where is ORD-002?") in transcript_on_screen(app)
 
 
 async def test_a_conversation_whose_stored_state_is_damaged_says_so_and_the_app_goes_on(

@@ -105,8 +105,9 @@ def export_file(log: AuditLog, query: AuditQuery, folder: Path) -> tuple[Path, i
     raise FileExistsError(f"Too many exports named audit-{stamp}*.jsonl in {folder}")
 
 
-class AuditViewerScreen(Screen[None]):
-    """Audit events in a table with filters, a detail pane and JSONL export.
+class AuditViewerScreen(Screen[str | None]):
+    """Audit events in a table with filters, a detail pane and JSONL export. Dismissed with
+    a thread id when the person asks to open the conversation of the event under the cursor.
 
     Benchmark hooks: `first_page_shown` is set once the first page is painted,
     `results_shown` whenever the current filter's first page is painted, and a
@@ -127,6 +128,13 @@ class AuditViewerScreen(Screen[None]):
         Binding("k", "pick_kind", "Kind", id="audit_viewer.kind"),
         Binding("x", "export", "Export", id="audit_viewer.export"),
         Binding("r", "refresh", "Refresh", id="audit_viewer.refresh"),
+        Binding(
+            "o",
+            "open_thread",
+            "Open",
+            tooltip="Open the conversation of the event under the cursor",
+            id="audit_viewer.open_thread",
+        ),
     ]
 
     class ResultsShown(Message):
@@ -451,6 +459,17 @@ class AuditViewerScreen(Screen[None]):
         event, self._pending_detail = self._pending_detail, _NO_EVENT
         if event is not _NO_EVENT:
             self.query_one(AuditEventDetail).show_event(cast("AuditEvent | None", event))
+        self.refresh_bindings()  # "open" follows the event under the cursor
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "open_thread":
+            # Shown but dimmed on an event of no conversation (start-up reconciliation).
+            return self._thread_under_cursor() is not None or None
+        return True
+
+    def _thread_under_cursor(self) -> str | None:
+        event = self.query_one(AuditEventTable).highlighted_event
+        return event.thread_id if event is not None and event.thread_id else None
 
     @on(AuditEventTable.EventSelected)
     def _selected(self, message: AuditEventTable.EventSelected) -> None:
@@ -471,6 +490,11 @@ class AuditViewerScreen(Screen[None]):
     def action_close(self) -> None:
         """Leave the viewer."""
         self.dismiss()
+
+    def action_open_thread(self) -> None:
+        """Leave the viewer for the conversation of the event under the cursor."""
+        if (thread_id := self._thread_under_cursor()) is not None:
+            self.dismiss(thread_id)
 
     def action_focus_search(self) -> None:
         """Focus the free-text filter."""
