@@ -178,6 +178,11 @@ class ShopBotEngine:
     def thread(self, thread_id: str) -> ThreadInfo | None:
         return self.threads.get(thread_id)
 
+    def waiting_for_decision(self) -> list[ThreadInfo]:
+        """The conversations a human decision holds up (asked here, in another window or by
+        `shopbot chat`), the one left alone longest first."""
+        return self.threads.with_status("awaiting_approval")
+
     def transcript(self, thread_id: str, limit: int | None = None) -> list[ChatLine]:
         return self.threads.lines(thread_id, limit=limit)
 

@@ -246,10 +246,10 @@ class ThreadRegistry(SqliteStore):
 
     def with_status(self, status: ThreadStatus) -> builtins.list[ThreadInfo]:
         """Threads in `status` ("answering": their last turn has not ended, running elsewhere
-        or its process died)."""
+        or its process died), the one left alone longest first."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT * FROM threads WHERE status = ?", (status,)
+                "SELECT * FROM threads WHERE status = ? ORDER BY touched", (status,)
             ).fetchall()
         return [_info(row) for row in rows]
 

@@ -16,7 +16,7 @@ from shopbot_tui.toasts import withdraw_toasts
 if TYPE_CHECKING:
     from textual.widget import Widget
 
-    from agents.facade import TurnResult
+    from agents.facade import ThreadInfo, TurnResult
     from shopbot_tui.messages import ChatExported, ProviderRetrying, TurnProblem
 
 # A palette command that needs the engine, chosen before it is up (its key is off till then).
@@ -88,6 +88,22 @@ class ChatNotices:
         self._screen.notify(
             error, title="Could not open the conversation", severity="error", markup=False
         )
+
+    def decisions_waiting(self, threads: list[ThreadInfo]) -> None:
+        """`threads` (not the open one) were seen waiting for a decision for the first time."""
+        if len(threads) == 1:
+            (info,) = threads
+            who = f" ({info.customer})" if info.customer else ""
+            text = f"Conversation {info.thread_id}{who} waits for a decision: ctrl+o opens it."
+        else:
+            text = f"{len(threads)} conversations wait for a decision: ctrl+o opens the oldest."
+        self._screen.notify(text, title="Decision waiting", severity="warning", markup=False)
+
+    def no_decision_waiting(self, *, here: bool) -> None:
+        text = "No other conversation waits for a decision."
+        if here:
+            text += " This one does: ctrl+r opens it."
+        self._screen.notify(text)
 
     def thread_not_listed(self, thread_id: str) -> None:
         self._screen.notify(

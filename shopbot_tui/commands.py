@@ -54,6 +54,12 @@ class ShopBotCommands(Provider):
                     "Reopen the approval (ctrl+r)",
                     screen.action_decide,
                 )
+            waiting = len(screen.waiting.elsewhere)
+            yield (
+                "Next decision waiting",
+                f"Open the conversation waiting longest for a decision ({waiting} waiting; ctrl+o)",
+                screen.action_next_decision,
+            )
             yield (
                 "Toggle side panel",
                 "Show or hide the agents panel (ctrl+b)",

@@ -109,6 +109,17 @@ def test_update_changes_only_what_is_given(registry: ThreadRegistry) -> None:
     assert info.updated_at >= info.created_at
 
 
+def test_threads_in_a_status_come_the_one_left_alone_longest_first(
+    registry: ThreadRegistry,
+) -> None:
+    for thread_id in ("t1", "t2", "t3"):
+        registry.ensure(thread_id, customer=None)
+        registry.update(thread_id, status="awaiting_approval")
+    registry.update("t1", active_agent="refund_agent")  # t1 changed last
+    registry.update("t2", status="idle")
+    assert [info.thread_id for info in registry.with_status("awaiting_approval")] == ["t3", "t1"]
+
+
 def test_open_turn_starts_a_turn_with_its_message(registry: ThreadRegistry) -> None:
     said = registry.open_turn("t1", customer="Alex", message="Where is ORD-001?")
     info = registry.get("t1")

@@ -23,6 +23,7 @@ from agents.facade import OFFLINE_MODEL_LABEL, ApprovalRequest, Settings
 from shopbot_tui.approval_flow import ApprovalFlow
 from shopbot_tui.chat_commands import ChatCommands
 from shopbot_tui.chat_notices import ChatNotices
+from shopbot_tui.decisions_waiting import DecisionsRead, DecisionsWaiting
 from shopbot_tui.drafts import Drafts
 from shopbot_tui.messages import (
     AgentSwitched,
@@ -87,6 +88,15 @@ class ChatScreen(Screen[None]):
             id="chat.threads",
         ),
         Binding("ctrl+r", "decide", "Decide", tooltip="Reopen the approval", id="chat.decide"),
+        # Not in the footer: the side panel (or a notification) says when it has work.
+        Binding(
+            "ctrl+o",
+            "next_decision",
+            "Next decision",
+            show=False,
+            tooltip="Open the conversation waiting longest for a decision",
+            id="chat.next_decision",
+        ),
         Binding(
             "ctrl+l",
             "audit_log",
@@ -122,6 +132,7 @@ class ChatScreen(Screen[None]):
         self.approvals = ApprovalFlow(self)
         self.commands = ChatCommands(self)
         self.drafts = Drafts(self)
+        self.waiting = DecisionsWaiting(self)
 
     # --- layout ---------------------------------------------------------------------
 
@@ -177,6 +188,7 @@ class ChatScreen(Screen[None]):
         self.engine = engine
         self.panel.show_model(engine.model_label, offline=engine.model_label == OFFLINE_MODEL_LABEL)
         await self.open_thread(self.thread_id, self.customer)
+        self.waiting.start()
 
     async def engine_failed(self, error: str) -> None:
         self.engine_error = error
@@ -191,6 +203,11 @@ class ChatScreen(Screen[None]):
     @on(ThreadLoaded)
     async def _thread_loaded(self, message: ThreadLoaded) -> None:
         await self.opener.loaded(message)
+        self.waiting.look()  # the open one is not counted, the one left may be
+
+    @on(DecisionsRead)
+    async def _decisions_read(self, message: DecisionsRead) -> None:
+        await self.waiting.read(message)
 
     # --- sending -------------------------------------------------------------------------
 
@@ -243,6 +260,7 @@ class ChatScreen(Screen[None]):
     @on(TurnEnded)
     async def _turn_ended(self, message: TurnEnded) -> None:
         await self.reports.ended(message)
+        self.waiting.look()
 
     @on(Worker.StateChanged)
     def _worker_changed(self, event: Worker.StateChanged) -> None:
@@ -266,7 +284,7 @@ class ChatScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "decide":
             return self.pending is not None
-        if action in ("new_thread", "threads", "export_chat"):
+        if action in ("new_thread", "threads", "export_chat", "next_decision"):
             return True if self.engine is not None else None
         return True
 
@@ -279,6 +297,9 @@ class ChatScreen(Screen[None]):
     def action_decide(self) -> None:
         if self.pending is not None:
             self.approvals.ask(self.pending)
+
+    def action_next_decision(self) -> None:
+        self.waiting.look(open_next=True)
 
     def action_stop_reply(self) -> None:
         self.commands.stop_reply()

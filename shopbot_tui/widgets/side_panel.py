@@ -73,6 +73,7 @@ class SidePanel(VerticalScroll):
         self.gates: list[tuple[str, bool, str]] = []
 
     def compose(self) -> ComposeResult:
+        yield Static(id="waiting")
         yield Static(
             Content.assemble("Agents ", ("(→ may hand off to)", "not bold")),
             classes="section-title",
@@ -130,6 +131,22 @@ class SidePanel(VerticalScroll):
         if offline:
             line = line.append(Content("\n         rule-based, no network"))
         self.query_one("#model", Static).update(line)
+
+    def show_waiting(self, count: int) -> None:
+        """`count` other conversations wait for a decision (none: the line goes)."""
+        waiting = self.query_one("#waiting", Static)
+        waiting.display = count > 0
+        if count:
+            what = "a decision" if count == 1 else f"{count} decisions"
+            where = "another conversation" if count == 1 else "other conversations"
+            waiting.update(
+                Content.assemble(
+                    (f"{what.capitalize()} waiting", "bold"),
+                    f" in {where} · ",
+                    ("ctrl+o", "bold"),
+                    " opens " + ("it" if count == 1 else "the oldest"),
+                )
+            )
 
     def show_session(self, thread_id: str, customer: str | None) -> None:
         self.query_one("#thread", Static).update(

@@ -1,0 +1,108 @@
+"""The decisions other conversations wait for: counted in the side panel, and opened one
+after another with ctrl+o, the one left alone longest first.
+
+A person deciding refunds must not lose one from sight: a decision is asked in whichever
+conversation reached it (another window, `shopbot chat`, one left with "decide later"), and
+nothing but this count tells the open chat about it. The thread registry knows (its status);
+it is read again every few seconds, off the event loop, as another process may ask one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from textual.message import Message
+from textual.timer import Timer
+
+if TYPE_CHECKING:
+    from textual.worker import Worker
+
+    from agents.facade import ThreadInfo
+    from shopbot_tui.screens.chat import ChatScreen
+
+log = logging.getLogger("shopbot.tui")
+
+# How often the registry is read again for decisions asked by another process.
+LOOK_EVERY_SECONDS = 5.0
+
+
+@dataclass
+class DecisionsRead(Message):
+    """The conversations waiting for a decision, as the registry has them, longest first."""
+
+    threads: list[ThreadInfo]
+    # Read for ctrl+o: the first of them (not the open one) opens.
+    open_next: bool = False
+
+
+class DecisionsWaiting:
+    """Keeps `chat`'s side panel counting the decisions waiting in other conversations."""
+
+    def __init__(self, chat: ChatScreen) -> None:
+        self._chat = chat
+        # The other conversations waiting, longest first, as last read.
+        self.elsewhere: list[ThreadInfo] = []
+        # Every conversation seen waiting (the open one too): a toast says only new ones.
+        self._seen: set[str] = set()
+        self._timer: Timer | None = None
+
+    def start(self) -> None:
+        """The engine is up: count now, and again every few seconds."""
+        self.look()
+        if self._timer is None:
+            self._timer = self._chat.set_interval(LOOK_EVERY_SECONDS, self.look)
+
+    def look(self, *, open_next: bool = False) -> None:
+        """Read the registry again in a worker (`DecisionsRead` reports it); `open_next`:
+        then open the first conversation waiting, other than the open one."""
+        chat = self._chat
+        engine = chat.engine
+        if engine is None:
+            return
+
+        async def read() -> None:
+            try:
+                threads = await asyncio.to_thread(engine.waiting_for_decision)
+            except Exception:
+                # (A locked or damaged registry is said where it matters, on opening.)
+                log.exception("reading the conversations waiting for a decision failed")
+                if open_next:
+                    chat.notices.thread_unreadable("The list of conversations could not be read.")
+                return
+            chat.post_message(DecisionsRead(threads, open_next=open_next))
+
+        worker: Worker[None] = chat.run_worker(
+            read,
+            # A request to open one is not cancelled by the next periodic count.
+            group="decisions-next" if open_next else "decisions",
+            description="count the decisions waiting",
+            exclusive=True,
+            exit_on_error=False,
+        )
+        del worker  # (named for its type only: mypy cannot infer it from a local function)
+
+    async def read(self, message: DecisionsRead) -> None:
+        chat = self._chat
+        # (A thread this app is answering on has moved past its decision already.)
+        self.elsewhere = [
+            info
+            for info in message.threads
+            if info.thread_id != chat.thread_id and info.thread_id not in chat.busy
+        ]
+        chat.panel.show_waiting(len(self.elsewhere))
+        new = [info for info in self.elsewhere if info.thread_id not in self._seen]
+        self._seen = {info.thread_id for info in message.threads}
+        if not message.open_next:
+            if new:  # (the panel may be hidden: a narrow terminal)
+                chat.notices.decisions_waiting(new)
+            return
+        if not self.elsewhere:
+            chat.notices.no_decision_waiting(here=chat.pending is not None)
+            return
+        first = self.elsewhere[0]
+        await chat.open_thread(first.thread_id, first.customer)
+        self.elsewhere = self.elsewhere[1:]
+        chat.panel.show_waiting(len(self.elsewhere))
