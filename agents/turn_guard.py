@@ -16,7 +16,8 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from agents.errors import BusyElsewhere, InputError
-from agents.thread_registry import LEASE_SECONDS, ThreadRegistry
+from agents.thread_registry import ThreadRegistry
+from agents.turn_leases import LEASE_SECONDS
 
 log = logging.getLogger("shopbot.engine")
 
