@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Static
 
@@ -131,3 +132,19 @@ async def test_the_open_conversations_own_decision_is_not_counted(tmp_path: Path
         await settle(pilot)
         assert waiting_line(app) == "A decision waiting in another conversation · ctrl+o opens it"
         assert not list(iter_notices(app, "warning"))
+
+
+async def test_the_command_palette_opens_the_next_decision_too(tmp_path: Path) -> None:
+    await ask_elsewhere(tmp_path, "t-refund", REFUND, "Sam")
+    app = make_app(tmp_path, thread_id="t-quiet", customer="Jordan")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p", *"next decision")
+        await wait_until(
+            pilot,
+            lambda: app.screen.query_one(CommandList).option_count > 0,
+            "the palette to find the command",
+        )
+        await pilot.press("enter")
+        await dialog_for(app, pilot)
+        assert app.chat.thread_id == "t-refund"
