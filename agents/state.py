@@ -36,4 +36,6 @@ class SpecialistState(ShopState, total=False):
     # Signatures of tool calls answered this run, for the repeated-call brake.
     seen_calls: list[str]
     approval: dict[str, Any] | None
+    # A person's decision on each order's refund this run (order id -> decision): it stands.
+    refund_decisions: dict[str, str]
     stop: dict[str, str] | None

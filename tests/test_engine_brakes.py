@@ -304,6 +304,30 @@ async def test_a_decision_on_an_order_refunded_meanwhile_pays_nothing_and_says_s
         assert "refund_processed" not in kinds(audit_of(engine, "pd"))
 
 
+@pytest.mark.parametrize("decision", ["reject", "escalate"])
+async def test_a_refund_a_person_turned_down_is_not_asked_again_in_the_same_turn(
+    tmp_path: Path, decision: str
+) -> None:
+    # The model ignores the decision and calls process_refund again (other words, same order):
+    # the person would see the very refund they just turned down, until they said yes.
+    model = ScriptedChatModel().script(
+        *refund_script(),
+        call("process_refund", order_id="ORD-001", reason=f"{REFUND_REASON}, please"),
+        says("A colleague has decided on your refund."),
+    )
+    async with open_engine(tmp_path, model=model) as engine:
+        await say(engine, "td", f"Refund ORD-001, {REFUND_REASON}", "Alex")
+        done = await decide(engine, "td", decision)
+        assert done.result.status == "done" and done.result.pending is None
+        assert done.result.reply == "A colleague has decided on your refund."
+        events = audit_of(engine, "td")
+        assert kinds(events).count("approval_requested") == 1
+        failed = [e.detail["codes"] for e in events if e.kind == "gate_failed"]
+        assert failed == [["refund_action.already_decided"]]
+        assert engine.shop.refund_for("ORD-001") is None
+        assert_mistral_valid(await history(engine, "td"))
+
+
 async def test_a_key_in_the_models_summary_is_not_kept(tmp_path: Path) -> None:
     # Key-shaped (32 random alphanumerics): redacted without being registered.
     leaked = "q7Rk2ZpX9vLm4TnB8wYc3HdJ6fGs1Ua5"
