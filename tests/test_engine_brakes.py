@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -326,6 +327,26 @@ async def test_a_refund_a_person_turned_down_is_not_asked_again_in_the_same_turn
         assert failed == [["refund_action.already_decided"]]
         assert engine.shop.refund_for("ORD-001") is None
         assert_mistral_valid(await history(engine, "td"))
+
+
+async def test_an_approval_pays_the_amount_approved_or_nothing(tmp_path: Path) -> None:
+    # The order's amount changes while the approval waits (an operator corrects a price, a
+    # pending decision answered days later): "approve" was said of $89.99, not of $450.00.
+    model = ScriptedChatModel().script(*refund_script(), says("A colleague will look at it."))
+    async with open_engine(tmp_path, model=model) as engine:
+        asked = await say(engine, "amt", f"Refund ORD-001, {REFUND_REASON}", "Alex")
+        assert asked.result.pending is not None
+        assert asked.result.pending.payload["amount"] == "89.99"
+        with sqlite3.connect(tmp_path / "shop.sqlite") as shop:
+            shop.execute("UPDATE orders SET amount_cents = 45000 WHERE order_id = 'ORD-001'")
+        shop.close()
+        done = await decide(engine, "amt", "approve")
+        assert done.result.status == "done"
+        assert engine.shop.refund_for("ORD-001") is None
+        events = audit_of(engine, "amt")
+        assert "refund_processed" not in kinds(events)
+        told = str(model.requests[-1].messages[-1].content)
+        assert "89.99" in told and "450.00" in told and "nothing was paid" in told
 
 
 async def test_a_key_in_the_models_summary_is_not_kept(tmp_path: Path) -> None:
