@@ -345,6 +345,35 @@ async def test_a_refund_a_person_turned_down_is_not_asked_again_in_the_same_turn
         assert_mistral_valid(await history(engine, "td"))
 
 
+async def test_a_hand_off_round_trip_does_not_ask_again_for_a_rejected_refund(
+    tmp_path: Path,
+) -> None:
+    # Away and back: the refund agent starts afresh, but the person's "reject" still stands.
+    model = ScriptedChatModel().script(
+        *refund_script(),
+        call("transfer_to_order_agent"),
+        call("transfer_to_refund_agent"),
+        call("process_refund", order_id="ORD-001", reason=REFUND_REASON),
+        extract("RefundExtraction", order_id="ORD-001", reason=REFUND_REASON),
+        says("A colleague has decided on your refund."),
+    )
+    async with open_engine(tmp_path, model=model) as engine:
+        await say(engine, "rt", f"Refund ORD-001, {REFUND_REASON}", "Alex")
+        done = await decide(engine, "rt", "reject")
+        assert done.result.pending is None
+        assert done.result.reply == "A colleague has decided on your refund."
+        events = audit_of(engine, "rt")
+        assert kinds(events).count("approval_requested") == 1
+        assert engine.shop.refund_for("ORD-001") is None
+        # A new message is a new request: the person is asked again.
+        model.script(
+            call("process_refund", order_id="ORD-001", reason=REFUND_REASON),
+            extract("RefundExtraction", order_id="ORD-001", reason=REFUND_REASON),
+        )
+        again = await say(engine, "rt", "Please look at my refund again, it is broken", "Alex")
+        assert again.result.pending is not None
+
+
 async def test_an_approval_pays_the_amount_approved_or_nothing(tmp_path: Path) -> None:
     # The order's amount changes while the approval waits (an operator corrects a price, a
     # pending decision answered days later): "approve" was said of $89.99, not of $450.00.
