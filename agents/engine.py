@@ -287,7 +287,11 @@ class ShopBotEngine:
             self._recorder.append(
                 "turn_started", thread_id=thread_id, detail={"chars": len(message)}
             )
-            graph_input = {"messages": [customer_message(said)], "handoffs": 0}
+            graph_input = {
+                "messages": [customer_message(said)],
+                "handoffs": 0,
+                "refund_decisions": {},
+            }
             async for event in self._drive(graph_input, thread_id, customer, agent):
                 yield event
 

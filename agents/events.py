@@ -5,6 +5,7 @@ Plain dataclasses, no LangChain: the UI imports this module before the engine is
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -260,6 +261,15 @@ def _first_sentence(text: str, width: int = 90) -> str:
     return sentence if len(sentence) <= width else sentence[: width - 1] + "…"
 
 
+# A tool name as Mistral allows one. The model writes the name of a call that is refused, and
+# a note must not start with whatever it likes ("refund paid: ..." on a line of its own).
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _tool_label(name: str) -> str:
+    return name if _TOOL_NAME.fullmatch(name) else "an unknown tool"
+
+
 def note_for(event: EngineEvent) -> str | None:
     """The quiet system line a person sees for an event, in the chat and in the transcript."""
     if isinstance(event, HandedOff):
@@ -274,7 +284,7 @@ def note_for(event: EngineEvent) -> str | None:
     if isinstance(event, LimitReached):
         return f"stopped by a safety limit: {event.detail}"
     if isinstance(event, ToolCalled) and event.outcome != "executed":
-        return f"{event.tool} {event.outcome}: {_first_sentence(event.detail)}"
+        return f"{_tool_label(event.tool)} {event.outcome}: {_first_sentence(event.detail)}"
     if isinstance(event, ApprovalRequested):
         return f"waiting for a human decision: {event.request.kind.replace('_', ' ')}"
     if isinstance(event, ApprovalDecided):

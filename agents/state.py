@@ -20,6 +20,9 @@ class ShopState(TypedDict, total=False):
     ticket_category: str
     # Reset to 0 by each new customer message (the facade's input); the hand-off cap reads it.
     handoffs: int
+    # A person's decision on each order's refund this turn (order id -> decision): it stands
+    # until the customer's next message, whichever specialist the turn is handed to meanwhile.
+    refund_decisions: dict[str, str]
 
 
 class SpecialistState(ShopState, total=False):

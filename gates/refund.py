@@ -77,8 +77,11 @@ def validate_refund_action(
     call_args: Mapping[str, Any],
     validated: Mapping[str, Any] | None,
     existing_reference: str | None,
+    earlier_decision: str | None = None,
 ) -> GateResult:
-    """Gate on a `process_refund` call: it must name the validated order, refunded only once.
+    """Gate on a `process_refund` call: it must name the validated order, refunded only once,
+    and not one a person has already decided on (`earlier_decision`) in this conversation's
+    turn: a "reject" or "escalate" stands, the model cannot ask until someone says yes.
 
     The refund then runs on `validated`, never on what the model wrote in the call.
     """
@@ -105,5 +108,12 @@ def validate_refund_action(
             "Do not refund it again; give the customer the existing reference.",
             Remedy.INFORM,
             "refund_action.already_refunded",
+        )
+    if earlier_decision:
+        return failed(
+            f"A person has already decided on the refund of {expected}: {earlier_decision}. "
+            "Do not ask for it again; tell the customer what was decided.",
+            Remedy.INFORM,
+            "refund_action.already_decided",
         )
     return passed(validated)

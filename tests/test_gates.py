@@ -280,6 +280,14 @@ def test_second_refund_of_an_order_returns_the_existing_reference() -> None:
     assert "REF-ORD-001-A1B2C3" in error
 
 
+def test_a_refund_a_person_decided_on_is_not_asked_again() -> None:
+    for decision in ("reject", "escalate"):
+        error = error_of(validate_refund_action({"order_id": "ORD-001"}, VALIDATED, None, decision))
+        assert error.codes == ("refund_action.already_decided",)
+        assert error.remedy is Remedy.INFORM
+        assert decision in error
+
+
 # --- complaint ------------------------------------------------------------------------
 
 

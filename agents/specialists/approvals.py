@@ -120,6 +120,9 @@ def make_await_approval(spec: SpecialistSpec) -> Any:
         assert payload is not None
         decision = _decide(payload)
         call = ToolCall(name="process_refund", args={}, id=payload["tool_call_id"])
+        # The decision stands for the rest of the run: the model cannot ask for it again.
+        decisions = {**(state.get("refund_decisions") or {}), payload["order_id"]: decision}
+        closed = {"approval": None, "refund_decisions": decisions}
         audit = runtime.context.audit
         paid = runtime.context.shop.refund_for(payload["order_id"])
         if paid is not None:
@@ -131,11 +134,11 @@ def make_await_approval(spec: SpecialistSpec) -> Any:
                 f"Order {paid.order_id} has already been refunded (reference "
                 f"{paid.reference}). Tell the customer; nothing else needs doing."
             )
-            return {"messages": [tool_answer(call, text)], "approval": None}
+            return {"messages": [tool_answer(call, text)], **closed}
         _record_decision(spec, runtime, payload, decision)
         if decision != "approve":
             audit.flush()
-            return {"messages": [tool_answer(call, REFUND_DECISIONS[decision])], "approval": None}
+            return {"messages": [tool_answer(call, REFUND_DECISIONS[decision])], **closed}
         # The refund runs on the validated payload, never on the model's arguments.
         args = {"order_id": payload["order_id"], "reason": payload["reason"]}
         # The refund runs in a worker thread: a stop landing while it runs would leave the
@@ -153,7 +156,7 @@ def make_await_approval(spec: SpecialistSpec) -> Any:
             # Events about money are handed to the audit log's writer (and, unless the log
             # cannot take them now, stored) before the turn moves on.
             audit.flush()
-        return {"messages": [answer], "approval": None}
+        return {"messages": [answer], **closed}
 
     return await_approval
 

@@ -98,8 +98,9 @@ class _ActStep:
             self.refuse(call, "Not executed: one refund at a time. Wait for the result above.")
             return
         existing = self.runtime.context.shop.refund_for(validated["order_id"])
+        decided = (self.state.get("refund_decisions") or {}).get(validated["order_id"])
         ok, outcome = validate_refund_action(
-            call["args"], validated, existing.reference if existing else None
+            call["args"], validated, existing.reference if existing else None, decided
         )
         check = GateCheck(
             "refund_action",

@@ -1,13 +1,14 @@
 """Shop tools. They run only on gate-validated arguments (see specialists/tool_calls.py).
 
-Each re-checks ownership itself: defence in depth, should a call ever bypass the gates.
+Each re-checks ownership itself: defence in depth, should a call ever bypass the gates; and
+`process_refund` pays only the refund a person was asked to approve, at the amount shown.
 `ToolRuntime[Any, Any]`, not `[ShopContext, ...]`: LangChain builds a pydantic schema from
 the signature, and the context holds objects pydantic cannot describe.
 """
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from langchain.tools import ToolRuntime
@@ -64,6 +65,19 @@ def check_refund_eligibility(order_id: str, runtime: ToolRuntime[Any, Any]) -> s
     return f"Order {order.order_id} IS eligible for a refund. Amount: ${order.amount:.2f}."
 
 
+def _approved_amount(order_id: str, runtime: ToolRuntime[Any, Any]) -> Decimal | None:
+    """The amount a person was asked to approve for `order_id`: the approval request this run
+    answers (see specialists/approvals.py). None when no refund of that order was asked."""
+    state = runtime.state if isinstance(runtime.state, dict) else {}
+    approval = state.get("approval") or {}
+    if approval.get("kind") != "refund_approval" or approval.get("order_id") != order_id:
+        return None
+    try:
+        return Decimal(str(approval.get("amount")))
+    except InvalidOperation:
+        return None
+
+
 @tool(response_format="content_and_artifact")
 def process_refund(
     order_id: str, reason: str, runtime: ToolRuntime[Any, Any]
@@ -79,9 +93,23 @@ def process_refund(
             f"${order.amount:.2f}; only delivered orders up to ${AUTO_REFUND_LIMIT:.2f} are "
             "refunded here. Tell the customer a colleague will review it."
         ), {}
+    # Money moves only as a person approved it: that order, that amount. An amount changed
+    # since the request was shown (a price corrected while it waited) pays nothing.
+    approved = _approved_amount(order.order_id, runtime)
+    if approved is None:
+        return (
+            f"Refund refused: no person approved a refund of order {order.order_id}. "
+            "Do not call process_refund for it again in this turn."
+        ), {}
+    if approved != Decimal(order.amount):
+        return (
+            f"Refund refused, nothing was paid: ${approved:.2f} was approved, but order "
+            f"{order.order_id} now reads ${order.amount:.2f}. Tell the customer a colleague "
+            "will review it."
+        ), {}
     context: ShopContext = runtime.context
     outcome = context.shop.record_refund(
-        order.order_id, amount=Decimal(order.amount), reason=reason, thread_id=context.thread_id
+        order.order_id, amount=approved, reason=reason, thread_id=context.thread_id
     )
     record = outcome.record
     facts = {

@@ -39,6 +39,8 @@ def make_handoff_tool(target: str) -> BaseTool:
                 "messages": [*state["messages"], answer],
                 "active_agent": target,
                 "handoffs": state.get("handoffs", 0) + 1,
+                # (The specialist taken to starts afresh: the turn's decisions go with it.)
+                "refund_decisions": state.get("refund_decisions") or {},
             },
         )
 
