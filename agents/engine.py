@@ -290,6 +290,7 @@ class ShopBotEngine:
             graph_input = {
                 "messages": [customer_message(said)],
                 "handoffs": 0,
+                "corrections": 0,
                 "refund_decisions": {},
             }
             async for event in self._drive(graph_input, thread_id, customer, agent):

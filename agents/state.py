@@ -20,6 +20,9 @@ class ShopState(TypedDict, total=False):
     ticket_category: str
     # Reset to 0 by each new customer message (the facade's input); the hand-off cap reads it.
     handoffs: int
+    # Corrections asked of the model this turn, by any specialist: at most MAX_CORRECTIONS a
+    # turn, then a human takes over; reset by each new customer message, carried by hand-offs.
+    corrections: int
     # A person's decision on each order's refund this turn (order id -> decision): it stands
     # until the customer's next message, whichever specialist the turn is handed to meanwhile.
     refund_decisions: dict[str, str]
@@ -35,7 +38,6 @@ class SpecialistState(ShopState, total=False):
     gate_error: str | None
     gate_codes: list[str]
     gate_checks: list[dict[str, Any]]
-    corrections: int
     # Signatures of tool calls answered this run, for the repeated-call brake.
     seen_calls: list[str]
     approval: dict[str, Any] | None

@@ -411,3 +411,37 @@ async def test_a_key_in_the_models_summary_is_not_kept(tmp_path: Path) -> None:
         assert "Alex asked about ORD-001" in state.values["summary"]
         assert leaked not in state.values["summary"]
     assert not files_holding(tmp_path, leaked)
+
+
+async def test_corrections_are_counted_for_the_turn_across_hand_offs(tmp_path: Path) -> None:
+    # One correction by the order agent, then the refund agent's reading stays wrong: the
+    # turn's second correction is its last, and the turn escalates (a hand-off does not
+    # give the model two more tries).
+    wrong = extract("RefundExtraction", order_id="ORD-0O1", reason=REFUND_REASON)
+    model = ScriptedChatModel().script(
+        call("lookup_order", order_id="ORD-0O1"),
+        extract("OrderExtraction", order_id="ORD-0O1", query_type="status"),
+        STATUS,
+        call("transfer_to_refund_agent"),
+        call("process_refund", order_id="ORD-0O1", reason=REFUND_REASON),
+        wrong,
+        wrong,
+    )
+    async with open_engine(tmp_path, model=model) as engine:
+        turn = await say(engine, "cx", f"Where is ORD-0O1? Refund it, {REFUND_REASON}", "Alex")
+        events = audit_of(engine, "cx")
+        corrections = [e.detail["attempt"] for e in events if e.kind == "correction"]
+        assert corrections == [1, 2]
+        assert "escalated" in kinds(events)
+        assert (turn.result.status, model.remaining) == ("done", 0)
+        # The next message (to the refund agent, active now) starts with the full two again.
+        model.script(
+            call("check_refund_eligibility", order_id="ORD-0O1"),
+            wrong,
+            extract("RefundExtraction", order_id="ORD-001", reason=REFUND_REASON),
+            says("Let me check ORD-001 for you."),
+        )
+        again = await say(engine, "cx", "It is ORD-001, with a zero", "Alex")
+        events = audit_of(engine, "cx")
+        assert [e.detail["attempt"] for e in events if e.kind == "correction"] == [1, 2, 1]
+        assert (again.result.status, model.remaining) == ("done", 0)

@@ -51,7 +51,8 @@ class Extractor:
     async def first(self, state: SpecialistState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
         report(runtime, StepChanged(agent=self.spec.name, step="extracting"))
         found = await self._call(self._request(state), runtime)
-        return {**found, "extraction_attempted": True, "corrections": 0}
+        # (Not "corrections": 0: the count is the turn's, a hand-off gives no fresh tries.)
+        return {**found, "extraction_attempted": True}
 
     async def again(self, state: SpecialistState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
         agent = self.spec.name

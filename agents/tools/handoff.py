@@ -41,6 +41,7 @@ def make_handoff_tool(target: str) -> BaseTool:
                 "handoffs": state.get("handoffs", 0) + 1,
                 # (The specialist taken to starts afresh: the turn's decisions go with it.)
                 "refund_decisions": state.get("refund_decisions") or {},
+                "corrections": state.get("corrections", 0),
             },
         )
 
