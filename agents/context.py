@@ -27,6 +27,10 @@ class RetryBudget:
     reply_deadline: float = 120.0
 
 
+def _no_decisions(order_id: str) -> list[dict[str, str]]:
+    return []
+
+
 @dataclass(frozen=True)
 class ShopContext:
     thread_id: str
@@ -40,3 +44,6 @@ class ShopContext:
     unstoppable: Callable[[], AbstractContextManager[None]] = nullcontext
     # Who answered the decision this run resumes with (None on a customer's message).
     reviewer: Reviewer | None = None
+    # The earlier decisions on an order's refund, newest first (decision_history.py); a
+    # blocking read, called off the event loop.
+    decisions_on: Callable[[str], list[dict[str, str]]] = _no_decisions

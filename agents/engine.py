@@ -24,6 +24,7 @@ from agents.audit_log import AuditLog
 from agents.audit_writer import AuditWriter
 from agents.checkpoints import open_checkpoints
 from agents.context import RetryBudget, ShopContext
+from agents.decision_history import refund_decisions
 from agents.errors import DecisionPending, InputError, NothingPending
 from agents.events import (
     AgentChanged,
@@ -381,6 +382,7 @@ class ShopBotEngine:
             self.retry,
             unstoppable=partial(self._guard.unstoppable, thread_id),
             reviewer=reviewer,
+            decisions_on=partial(refund_decisions, self._audit_log),
         )
         yield AgentChanged(agent=agent)
         done: ReplyDone | None = None

@@ -117,6 +117,33 @@ async def test_the_audit_log_says_who_decided(tmp_path: Path) -> None:
     )
 
 
+async def test_a_refund_asked_again_shows_the_approver_the_earlier_decisions(
+    tmp_path: Path,
+) -> None:
+    """Turned down, then asked for again (a later message, another conversation): the new
+    request carries the earlier decisions, newest first; another order's are not among them."""
+    speaker = "I want a refund for ORD-005, the speaker crackles at any volume"
+    async with open_engine(tmp_path) as engine:
+        first = await say(engine, "d1", speaker, "Sam")
+        assert first.result.pending is not None
+        assert first.result.pending.payload["decided_before"] == []
+        await outcome(engine.resume("d1", "reject", reviewer=Reviewer("dana", "app")))
+        await say(engine, "d2", "Please refund ORD-001, the left earcup stopped working", "Alex")
+        await outcome(engine.resume("d2", "escalate", reviewer=Reviewer("lee", "app")))
+        await say(engine, "d1", speaker, "Sam")
+        await outcome(engine.resume("d1", "escalate", reviewer=Reviewer("kim", "command line")))
+        again = await say(engine, "d3", speaker, "Sam")
+        assert again.result.pending is not None
+        before = again.result.pending.payload["decided_before"]
+        assert [(d["decision"], d["decided_by"], d["via"], d["thread_id"]) for d in before] == [
+            ("escalate", "kim", "command line", "d1"),
+            ("reject", "dana", "app", "d1"),
+        ]
+        # The audit log's request says it too.
+        (asked,) = [e for e in audit_of(engine, "d3") if e.kind == "approval_requested"]
+        assert [d["decision"] for d in asked.detail["decided_before"]] == ["escalate", "reject"]
+
+
 def test_the_login_name_is_one_bounded_line_or_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
     def user(name: str) -> Callable[[], str]:
         login_name.cache_clear()  # (looked up once a process otherwise)

@@ -565,3 +565,17 @@ async def test_every_option_reads_in_full_at_any_width(
         # The options keep their row count whatever the width: the details keep their room.
         options = screen.query_one("#approval-options").region
         assert options.height == 3, options
+
+
+async def test_a_refund_turned_down_before_says_so_in_the_dialog(tmp_path: Path) -> None:
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        first = await dialog_after(pilot, REFUND)
+        assert "Before" not in modal_text(first)
+        await pilot.press("r", "enter")
+        await settle(pilot)
+        again = await dialog_after(pilot, REFUND)
+        text = modal_text(again)
+        assert f"Before    rejected by {login_name()} (app), " in text
+        assert "UTC, conversation t-test" in text

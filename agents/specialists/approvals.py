@@ -6,6 +6,8 @@ nodes: `request_*` records the request (once), `await_*` pauses and then acts (i
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -30,6 +32,8 @@ from agents.specialists.spec import SpecialistSpec
 from agents.specialists.tool_runner import run_tool
 from agents.state import SpecialistState
 from agents.tools.domain import process_refund
+
+log = logging.getLogger("shopbot.engine")
 
 # Interrupt payload entries that are engine bookkeeping or detail, not for the audit summary.
 NOT_FOR_REVIEWERS = ("gates", "tool_call_id")
@@ -100,14 +104,27 @@ def _record_decision(
         )
 
 
+async def _decided_before(
+    runtime: Runtime[ShopContext], payload: dict[str, Any]
+) -> list[dict[str, str]]:
+    """Earlier decisions on this refund, for the approver (none when they cannot be read: the
+    request is still asked, it only lacks that history)."""
+    try:
+        return await asyncio.to_thread(runtime.context.decisions_on, payload["order_id"])
+    except Exception:
+        log.exception("reading earlier decisions on %s failed", payload["order_id"])
+        return []
+
+
 def make_request_approval(spec: SpecialistSpec) -> Any:
     async def request_approval(
         state: SpecialistState, runtime: Runtime[ShopContext]
     ) -> dict[str, Any]:
         payload = state.get("approval")
         assert payload is not None, "request_approval runs only after a refund was staged"
+        payload = {**payload, "decided_before": await _decided_before(runtime, payload)}
         _record_request(spec, runtime, payload)
-        return {}
+        return {"approval": payload}
 
     return request_approval
 

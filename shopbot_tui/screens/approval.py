@@ -96,7 +96,25 @@ def _facts(request: ApprovalRequest) -> list[tuple[str, str]]:
         elif key == "amount":
             value = money(value)
         facts.append((label, str(value)))
+    # A refund turned down before and asked for again says so (agents/decision_history.py).
+    for number, earlier in enumerate(payload.get("decided_before") or []):
+        facts.append(("Before" if number == 0 else "", earlier_decision(earlier)))
     return facts
+
+
+DECIDED: dict[str, str] = {"approve": "approved", "reject": "rejected", "escalate": "escalated"}
+
+
+def earlier_decision(earlier: dict[str, Any]) -> str:
+    """'rejected by alex (app), 2026-11-30 10:12 UTC, conversation t-1'."""
+    decision = str(earlier.get("decision", "?"))
+    via = f" ({earlier['via']})" if earlier.get("via") else ""
+    when = str(earlier.get("at", ""))[:16].replace("T", " ")
+    where = f", conversation {earlier['thread_id']}" if earlier.get("thread_id") else ""
+    return (
+        f"{DECIDED.get(decision, decision)} by {earlier.get('decided_by', 'unknown user')}"
+        f"{via}, {when} UTC{where}"
+    )
 
 
 LABEL_WIDTH = 10
