@@ -301,6 +301,10 @@ class ShopBotEngine:
         self, thread_id: str, decision: str, asked: str | None, reviewer: Reviewer
     ) -> AsyncGenerator[EngineEvent, None]:
         thread_id = self._valid_thread_id(thread_id)
+        # (Typed as text, but this is where callers' values come in: a wrong type is their
+        # input error, not an AttributeError from deep inside.)
+        if not isinstance(decision, str) or not isinstance(asked, str | None):
+            raise InputError("A decision and the request it answers are given as text.")
         info = self.threads.get(thread_id)
         if info is None:
             raise InputError(f"Unknown thread {thread_id!r}: `shopbot threads` lists them.")

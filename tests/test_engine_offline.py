@@ -144,6 +144,17 @@ async def test_a_refund_asked_again_shows_the_approver_the_earlier_decisions(
         assert [d["decision"] for d in asked.detail["decided_before"]] == ["escalate", "reject"]
 
 
+@pytest.mark.parametrize(("decision", "asked"), [(1, None), (None, None), ("approve", 7)])
+async def test_a_decision_of_the_wrong_type_is_an_input_error_and_decides_nothing(
+    tmp_path: Path, decision: object, asked: object
+) -> None:
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "wt", "I want a refund for ORD-005, the speaker crackles", "Sam")
+        with pytest.raises(InputError, match="given as text"):
+            await outcome(engine.resume("wt", decision, asked=asked))  # type: ignore[arg-type]
+        assert await engine.pending_approval("wt") is not None
+
+
 def test_the_login_name_is_one_bounded_line_or_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
     def user(name: str) -> Callable[[], str]:
         login_name.cache_clear()  # (looked up once a process otherwise)
