@@ -7,6 +7,8 @@ never wears a "no" down into a "yes" unnoticed.
 
 from __future__ import annotations
 
+from typing import Any
+
 from agents.audit_log import AuditLog, AuditQuery
 
 # At most this many are shown, newest first.
@@ -36,3 +38,18 @@ def refund_decisions(log: AuditLog, order_id: str, *, limit: int = SHOWN) -> lis
         if len(found) == limit:
             break
     return found
+
+
+DECIDED: dict[str, str] = {"approve": "approved", "reject": "rejected", "escalate": "escalated"}
+
+
+def earlier_decision(earlier: dict[str, Any]) -> str:
+    """'rejected by alex (app), 2026-11-30 10:12 UTC, conversation t-1'."""
+    decision = str(earlier.get("decision", "?"))
+    via = f" ({earlier['via']})" if earlier.get("via") else ""
+    when = str(earlier.get("at", ""))[:16].replace("T", " ")
+    where = f", conversation {earlier['thread_id']}" if earlier.get("thread_id") else ""
+    return (
+        f"{DECIDED.get(decision, decision)} by {earlier.get('decided_by', 'unknown user')}"
+        f"{via}, {when} UTC{where}"
+    )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.audit_log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery, normalise_ts
 from agents.audit_log import MAX_PAGE as MAX_AUDIT_PAGE
+from agents.decision_history import earlier_decision
 from agents.errors import BusyElsewhere, InputError, NothingPending
 from agents.events import (
     AGENT_TITLES,
@@ -110,6 +111,7 @@ __all__ = [
     "TurnResult",
     "configure_logging",
     "diagnose_storage",
+    "earlier_decision",
     "failure_text",
     "file_failure_text",
     "load_engine",

@@ -27,6 +27,7 @@ from agents.facade import (
     Reviewer,
     Settings,
     StorageError,
+    earlier_decision,
     outcome,
     quoted,
     safe_json,
@@ -87,10 +88,14 @@ def _print_result(result: TurnResult, as_json: bool) -> int:
 
 def _describe_pending(kind: str, payload: dict[str, Any]) -> str:
     if kind == "refund_approval":
+        before = "".join(
+            f"; decided before: {earlier_decision(earlier)}"
+            for earlier in payload.get("decided_before") or []
+        )
         return (
             f"Waiting for approval: refund of {payload.get('order_id')} "
             f"(${payload.get('amount')}, {payload.get('product')}) for {payload.get('customer')}; "
-            f"reason: {payload.get('reason')}"
+            f"reason: {payload.get('reason')}{before}"
         )
     return (
         f"Waiting for review: {payload.get('sentiment')} complaint from "

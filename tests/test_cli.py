@@ -128,8 +128,16 @@ def test_resume_with_the_request_named_never_decides_one_asked_anew(tmp_path: Pa
     # Meanwhile another script rejects it, and the customer asks again: a new request.
     assert run(tmp_path, "resume", "rq", "reject", "--request", first).returncode == 0
     again = run(tmp_path, "chat", "rq", f"{refund}, please reconsider", "--json")
-    second = json.loads(again.stdout)["pending"]["request_id"]
+    second_pending = json.loads(again.stdout)["pending"]
+    second = second_pending["request_id"]
     assert second != first and len(second) == 12
+    # The new request says how the last one ended, for whoever decides it.
+    (before,) = second_pending["decided_before"]
+    assert (before["decision"], before["via"], before["thread_id"]) == (
+        "reject",
+        "command line",
+        "rq",
+    )
     # "approve" meant the first request: nothing is decided, the new one still waits.
     stale = run(tmp_path, "resume", "rq", "approve", "--request", first)
     assert stale.returncode == 2
@@ -149,6 +157,10 @@ def test_plain_text_output_says_how_to_decide(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert "Waiting for approval: refund of ORD-001" in done.stdout
     assert "shopbot resume r2 approve|reject|escalate --request " in done.stdout
+    assert "decided before" not in done.stdout
+    assert run(tmp_path, "resume", "r2", "escalate").returncode == 0
+    again = run(tmp_path, "chat", "r2", "Refund ORD-001 please, the left earcup is broken")
+    assert f"; decided before: escalated by {login_name()} (command line), " in again.stdout
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Static
 
-from agents.facade import ApprovalRequest, Reviewer, visible
+from agents.facade import ApprovalRequest, Reviewer, earlier_decision, visible
 from shopbot_tui.widgets.message_box import one_line
 
 # One key per option, shown on its button. Refund: approve / reject / escalate.
@@ -100,21 +100,6 @@ def _facts(request: ApprovalRequest) -> list[tuple[str, str]]:
     for number, earlier in enumerate(payload.get("decided_before") or []):
         facts.append(("Before" if number == 0 else "", earlier_decision(earlier)))
     return facts
-
-
-DECIDED: dict[str, str] = {"approve": "approved", "reject": "rejected", "escalate": "escalated"}
-
-
-def earlier_decision(earlier: dict[str, Any]) -> str:
-    """'rejected by alex (app), 2026-11-30 10:12 UTC, conversation t-1'."""
-    decision = str(earlier.get("decision", "?"))
-    via = f" ({earlier['via']})" if earlier.get("via") else ""
-    when = str(earlier.get("at", ""))[:16].replace("T", " ")
-    where = f", conversation {earlier['thread_id']}" if earlier.get("thread_id") else ""
-    return (
-        f"{DECIDED.get(decision, decision)} by {earlier.get('decided_by', 'unknown user')}"
-        f"{via}, {when} UTC{where}"
-    )
 
 
 LABEL_WIDTH = 10
