@@ -287,6 +287,19 @@ def test_provider_down_exits_1_and_keeps_the_thread(tmp_path: Path) -> None:
     assert retry.returncode == 0 and json.loads(retry.stdout)["status"] == "done"
 
 
+def test_a_provider_asking_for_an_hour_fails_at_once_and_says_how_long(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
+    fake_mistral.fail_next(429, retry_after=3600)
+    done = run(tmp_path, "chat", "w1", "Where is ORD-001?", "--json", env=env)
+    assert done.returncode == 1 and json.loads(done.stdout)["status"] == "error"
+    assert fake_mistral.received == 1  # not waited for, not asked again
+    said = one_line_error(done)
+    assert "asks to wait 60 min, longer than ShopBot waits (30 s); try again in 60 min." in said
+    assert "in a moment" not in said
+
+
 def test_approval_survives_a_new_process_through_mistral(
     tmp_path: Path, fake_mistral: FakeMistralServer
 ) -> None:
