@@ -697,6 +697,40 @@ def test_provider_retries_are_told_on_a_terminal_and_never_into_a_pipe(
         assert line.endswith(f"(attempt {attempt}).")
 
 
+# Ctrl+C while `shopbot` is still loading (a third of a second, its imports): pressed, in
+# effect, when the import system first looks for `module`. Then as the console script does.
+CTRL_C_WHILE_LOADING = """
+import os, signal, sys
+
+class CtrlC:
+    def find_spec(self, name, path=None, target=None):
+        if name == sys.argv[1]:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, CtrlC())
+from shopbot_tui.cli import main
+sys.exit(main(["threads"]))
+"""
+
+
+@pytest.mark.parametrize("module", ["argparse", "agents.facade", "shopbot_tui.cli_parser"])
+def test_ctrl_c_while_the_command_loads_is_one_line_not_a_traceback(
+    tmp_path: Path, module: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", CTRL_C_WHILE_LOADING, module],
+        capture_output=True,
+        text=True,
+        env=environ_for(tmp_path),
+        timeout=120,
+        check=False,
+    )
+    assert done.stderr == "shopbot: interrupted\n"
+    assert done.returncode == 128 + signal.SIGINT and done.stdout == ""
+
+
 def _read_some(fd: int) -> bytes:
     """What the terminal holds (b"" once it is drained and closed)."""
     try:
