@@ -506,6 +506,16 @@ def test_input_echoed_in_an_error_is_one_readable_safe_line(
     assert done.stdout == ""
 
 
+def test_a_base_url_that_cannot_be_one_is_refused_before_anything_happens(
+    tmp_path: Path,
+) -> None:
+    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": "http://127.0.0.1:99999/v1"}
+    done = run(tmp_path, "chat", "b1", "hello", "--json", env=env)
+    assert done.returncode == 2, done.stderr
+    assert "MISTRAL_BASE_URL" in one_line_error(done)
+    assert run(tmp_path, "threads").stdout == ""
+
+
 def test_a_decision_that_is_not_an_option_is_echoed_safely(tmp_path: Path) -> None:
     ask = run(tmp_path, "chat", "r1", "Refund ORD-005, it crackles at any volume", "--offline")
     assert ask.returncode == 0, ask.stderr
