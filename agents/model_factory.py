@@ -17,8 +17,8 @@ def make_model(settings: Settings, *, offline_token_delay: float = 0.0) -> BaseC
         from agents.offline.demo_model import OfflineDemoModel
 
         return OfflineDemoModel(token_delay=offline_token_delay)
-    if settings.key_problem is not None:
-        raise ConfigurationError(settings.key_problem)
+    if settings.provider_problem is not None:
+        raise ConfigurationError(settings.provider_problem)
     from agents.mistral_model import StreamingChatMistral
 
     # The endpoint is not passed: ChatMistralAI reads MISTRAL_BASE_URL itself.

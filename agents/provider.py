@@ -7,6 +7,7 @@ LangChain's `ModelRetryMiddleware` honours a `Retry-After` header, so this small
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from collections.abc import Callable, Sequence
 from email.utils import parsedate_to_datetime
@@ -38,9 +39,12 @@ def _retry_after_seconds(response: httpx.Response) -> float | None:
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        # "nan" would retry at once, without backoff; "inf" is no more a delay than "soon".
+        return max(0.0, seconds) if math.isfinite(seconds) else None
     try:
         moment = parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -65,13 +69,43 @@ def retry_delay(exc: BaseException, attempt: int, budget: RetryBudget) -> float 
 
 
 def describe_failure(
-    exc: BaseException, *, deadline: float | None = None, retrying: bool = False
+    exc: BaseException,
+    *,
+    deadline: float | None = None,
+    retrying: bool = False,
+    patience: float | None = None,
 ) -> str:
     """One line for the customer-facing error: what failed, never a stack trace or a key.
     `retrying`: only what failed, without what to do about it ("try again later" read oddly
-    beside "Retrying in 0.5s": ShopBot is the one trying again)."""
+    beside "Retrying in 0.5s": ShopBot is the one trying again). `patience`: the longest
+    Retry-After ShopBot waits for, said when the provider asked for more."""
     what, advice = _failure_parts(exc, deadline)
-    return f"{what}." if retrying or not advice else f"{what}; {advice}."
+    if retrying:
+        return f"{what}."
+    if (wait := _asked_wait(exc)) is not None:
+        # The provider said when: "try again in a moment" after it asked for an hour would
+        # send the person straight back into the same refusal.
+        if patience is not None and wait > patience:
+            what += f" and asks to wait {_duration(wait)}, longer than ShopBot waits "
+            what += f"({_duration(patience)})"
+        advice = f"try again in {_duration(wait)}"
+    return f"{what}; {advice}." if advice else f"{what}."
+
+
+def _asked_wait(exc: BaseException) -> float | None:
+    """The Retry-After of a failed HTTP answer, when it asks for a second or more."""
+    if not isinstance(exc, httpx.HTTPStatusError):
+        return None
+    wait = _retry_after_seconds(exc.response)
+    return wait if wait is not None and wait >= 1 else None
+
+
+def _duration(seconds: float) -> str:
+    """`seconds` as a person reads a wait, rounded up: 45 s, 60 min, 26 h, 3 days."""
+    for unit, size in (("s", 1), ("min", 60), ("h", 3600)):
+        if seconds <= 120 * size:
+            return f"{math.ceil(seconds / size)} {unit}"
+    return f"{math.ceil(seconds / 86400):,} days"
 
 
 def _failure_parts(exc: BaseException, deadline: float | None) -> tuple[str, str]:
@@ -180,7 +214,9 @@ async def call_model(
                 else None
             )
             if delay is None:
-                message = describe_failure(exc, deadline=budget.reply_deadline)
+                message = describe_failure(
+                    exc, deadline=budget.reply_deadline, patience=budget.max_retry_after
+                )
                 report(
                     runtime,
                     kind="provider_error",

@@ -37,15 +37,16 @@ class Settings:
     force_offline: bool = False
     # Only read for its credentials (to redact them): ChatMistralAI reads the endpoint itself.
     base_url: str | None = field(default=None, repr=False)
-    # Why MISTRAL_API_KEY cannot be used, said when a model is made: `--offline`, `threads`
-    # and `audit` need no key and work with a mistyped one.
-    key_problem: str | None = None
+    # Why MISTRAL_API_KEY (or, with a key, MISTRAL_BASE_URL) cannot be used, said when a
+    # model is made: `--offline`, `threads` and `audit` need neither and work with a mistyped one.
+    provider_problem: str | None = None
     # A MISTRAL_API_KEY refused as malformed is still someone's key: redacted all the same.
     refused_key: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, *, offline: bool = False, home: Path | None = None) -> Settings:
-        """Settings from the environment; a key that cannot be one is kept as `key_problem`."""
+        """Settings from the environment; a key or endpoint that cannot be one is kept as
+        `provider_problem`."""
         key: str | None = None
         problem: str | None = None
         refused: str | None = None
@@ -54,21 +55,24 @@ class Settings:
         except ConfigurationError as exc:
             problem = str(exc)
             refused = os.environ.get("MISTRAL_API_KEY", "").strip()
+        if key is not None:
+            # Read raw, as ChatMistralAI reads it (unstripped).
+            problem = base_url_problem(os.environ.get("MISTRAL_BASE_URL", ""))
         return cls(
             home=home or default_home(),
             model_name=os.environ.get("SHOPBOT_MODEL", "").strip() or DEFAULT_MODEL,
             api_key=key,
             force_offline=offline,
             base_url=os.environ.get("MISTRAL_BASE_URL", "").strip() or None,
-            key_problem=problem,
+            provider_problem=problem,
             refused_key=refused,
         )
 
     @property
     def offline(self) -> bool:
         """True when the offline demo model drives the graph (never instead of a key that
-        was set but cannot be used: that is said, see `key_problem`)."""
-        return self.force_offline or (self.api_key is None and self.key_problem is None)
+        was set but cannot be used: that is said, see `provider_problem`)."""
+        return self.force_offline or (self.api_key is None and self.provider_problem is None)
 
     @property
     def model_label(self) -> str:
@@ -116,6 +120,33 @@ def api_key_from(value: str) -> str | None:
             "cannot hold; set it to the key alone (or unset it for the offline demo model)."
         )
     return key
+
+
+def base_url_problem(value: str) -> str | None:
+    """Why `value` (MISTRAL_BASE_URL, unset when empty) cannot be an endpoint, or None.
+
+    ChatMistralAI hands it to httpx as it is: a bad port or bracket failed as an "unexpected
+    error", and an address of no http(s) scheme was retried four times as "cannot be
+    reached". Said here instead, without the value (it may hold a proxy's password).
+    """
+    if not value:
+        return None
+    if any(char.isspace() or not char.isprintable() for char in value):
+        return (
+            "MISTRAL_BASE_URL contains spaces, line breaks or control characters; set it to "
+            "the address alone (or unset it for Mistral's own)."
+        )
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (read for its check: a port that is no number, or past 65535)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return (
+            "MISTRAL_BASE_URL is not an http:// or https:// address with a host (and a port "
+            "from 0 to 65535, if any), e.g. https://api.mistral.ai/v1."
+        )
+    return None
 
 
 def _url_password(url: str | None) -> str | None:

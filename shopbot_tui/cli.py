@@ -14,28 +14,36 @@ could not decode reads `\xff`.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import os
-import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
 
-from agents.facade import (
-    InputError,
-    Reviewer,
-    Settings,
-    StorageError,
-    earlier_decision,
-    outcome,
-    quoted,
-    safe_json,
-    undecodable_bytes,
-    visible,
-    visible_line,
-)
-from shopbot_tui.cli_parser import EXIT_USAGE, build_parser
+try:
+    import argparse
+    import asyncio
+    import os
+    import signal
+    from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+    from typing import TYPE_CHECKING, Any
+
+    from agents.facade import (
+        InputError,
+        Reviewer,
+        Settings,
+        StorageError,
+        earlier_decision,
+        outcome,
+        quoted,
+        safe_json,
+        undecodable_bytes,
+        visible,
+        visible_line,
+    )
+    from shopbot_tui.cli_parser import EXIT_USAGE, build_parser
+except KeyboardInterrupt:
+    # Ctrl+C while the command is still loading (its imports take a third of a second): the
+    # same line and exit code as later, not a traceback through the import machinery. (Only
+    # `sys`, loaded with the interpreter, comes before: even `signal` takes a moment.)
+    print("shopbot: interrupted", file=sys.stderr)
+    raise SystemExit(130) from None  # 128 + SIGINT
 
 if TYPE_CHECKING:
     from agents.facade import EngineEvent, ShopBotEngine, TurnResult
@@ -301,7 +309,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        code = _main(build_parser().parse_args(argv))
+        code = _main(argv)
         # Buffered output to a closed pipe fails here, inside this handler, not at exit.
         sys.stdout.flush()
     except BrokenPipeError:
@@ -313,9 +321,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-def _main(args: argparse.Namespace) -> int:
+def _main(argv: Sequence[str] | None) -> int:
     try:
-        return _dispatch(args)
+        return _dispatch(build_parser().parse_args(argv))
     except (UsageError, InputError, StorageError) as exc:
         # InputError: a person's input; StorageError: a data file or folder (damaged,
         # locked, read-only): both are for the person to fix, nothing was changed.

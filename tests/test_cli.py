@@ -299,6 +299,19 @@ def test_provider_down_exits_1_and_keeps_the_thread(tmp_path: Path) -> None:
     assert retry.returncode == 0 and json.loads(retry.stdout)["status"] == "done"
 
 
+def test_a_provider_asking_for_an_hour_fails_at_once_and_says_how_long(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
+    fake_mistral.fail_next(429, retry_after=3600)
+    done = run(tmp_path, "chat", "w1", "Where is ORD-001?", "--json", env=env)
+    assert done.returncode == 1 and json.loads(done.stdout)["status"] == "error"
+    assert fake_mistral.received == 1  # not waited for, not asked again
+    said = one_line_error(done)
+    assert "asks to wait 60 min, longer than ShopBot waits (30 s); try again in 60 min." in said
+    assert "in a moment" not in said
+
+
 def test_approval_survives_a_new_process_through_mistral(
     tmp_path: Path, fake_mistral: FakeMistralServer
 ) -> None:
@@ -505,6 +518,16 @@ def test_input_echoed_in_an_error_is_one_readable_safe_line(
     assert done.stdout == ""
 
 
+def test_a_base_url_that_cannot_be_one_is_refused_before_anything_happens(
+    tmp_path: Path,
+) -> None:
+    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": "http://127.0.0.1:99999/v1"}
+    done = run(tmp_path, "chat", "b1", "hello", "--json", env=env)
+    assert done.returncode == 2, done.stderr
+    assert "MISTRAL_BASE_URL" in one_line_error(done)
+    assert run(tmp_path, "threads").stdout == ""
+
+
 def test_a_decision_that_is_not_an_option_is_echoed_safely(tmp_path: Path) -> None:
     ask = run(tmp_path, "chat", "r1", "Refund ORD-005, it crackles at any volume", "--offline")
     assert ask.returncode == 0, ask.stderr
@@ -694,6 +717,40 @@ def test_provider_retries_are_told_on_a_terminal_and_never_into_a_pipe(
     for attempt, line in enumerate(lines, start=1):
         assert line.startswith("shopbot: ") and "rate" in line.lower()
         assert line.endswith(f"(attempt {attempt}).")
+
+
+# Ctrl+C while `shopbot` is still loading (a third of a second, its imports): pressed, in
+# effect, when the import system first looks for `module`. Then as the console script does.
+CTRL_C_WHILE_LOADING = """
+import os, signal, sys
+
+class CtrlC:
+    def find_spec(self, name, path=None, target=None):
+        if name == sys.argv[1]:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, CtrlC())
+from shopbot_tui.cli import main
+sys.exit(main(["threads"]))
+"""
+
+
+@pytest.mark.parametrize("module", ["argparse", "agents.facade", "shopbot_tui.cli_parser"])
+def test_ctrl_c_while_the_command_loads_is_one_line_not_a_traceback(
+    tmp_path: Path, module: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", CTRL_C_WHILE_LOADING, module],
+        capture_output=True,
+        text=True,
+        env=environ_for(tmp_path),
+        timeout=120,
+        check=False,
+    )
+    assert done.stderr == "shopbot: interrupted\n"
+    assert done.returncode == 128 + signal.SIGINT and done.stdout == ""
 
 
 def _read_some(fd: int) -> bytes:

@@ -223,6 +223,19 @@ def test_a_stop_signal_after_the_turn_ended_hides_nothing(
     assert [(t["thread_id"], t["status"]) for t in threads] == [("s1", "idle")]
 
 
+def test_ctrl_c_while_the_command_line_is_read_is_one_line(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shopbot_tui.cli
+
+    def pressed() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(shopbot_tui.cli, "build_parser", pressed)
+    assert main(["threads"]) == 128 + signal.SIGINT
+    assert capsys.readouterr().err == "shopbot: interrupted\n"
+
+
 @pytest.mark.parametrize("command", [[], ["chat"], ["resume"], ["audit"]])
 def test_every_argument_says_what_it_is_in_help(
     command: list[str], capsys: pytest.CaptureFixture[str]

@@ -92,6 +92,38 @@ def test_a_retried_failure_says_what_failed_and_asks_nothing_of_the_person() -> 
         assert said.endswith(".") and ";" not in said and "try again" not in said
 
 
+def test_a_provider_asking_to_wait_longer_than_we_wait_is_told_how_long() -> None:
+    # Retry-After: 3600 is not waited for (the turn fails at once), but the line read "try
+    # again in a moment", which sends the person straight back into the same refusal.
+    hour = status_error(429, {"Retry-After": "3600"})
+    assert retry_delay(hour, 1, BUDGET) is None
+    assert describe_failure(hour, patience=BUDGET.max_retry_after) == (
+        "The model provider is rate limiting us (HTTP 429) and asks to wait 60 min, "
+        "longer than ShopBot waits (30 s); try again in 60 min."
+    )
+    tomorrow = email.utils.formatdate(time.time() + 26 * 3600, usegmt=True)
+    said = describe_failure(status_error(503, {"Retry-After": tomorrow}), patience=30.0)
+    assert "HTTP 503) and asks to wait 26 h," in said and said.endswith("try again in 26 h.")
+    # The last of the attempts asked for a short wait: that wait is the advice.
+    assert describe_failure(status_error(429, {"Retry-After": "2"}), patience=30.0) == (
+        "The model provider is rate limiting us (HTTP 429); try again in 2 s."
+    )
+    # Nothing usable asked: the general advice, as before; while retrying, no advice at all.
+    for garbage in ("soon", "nan", "inf", "-5", ""):
+        assert describe_failure(status_error(429, {"Retry-After": garbage})) == (
+            "The model provider is rate limiting us (HTTP 429); try again in a moment."
+        )
+    assert describe_failure(hour, retrying=True) == (
+        "The model provider is rate limiting us (HTTP 429)."
+    )
+
+
+def test_retry_after_that_is_not_a_number_of_seconds_falls_back_to_backoff() -> None:
+    for garbage in ("nan", "inf", "soon"):
+        delay = retry_delay(status_error(429, {"Retry-After": garbage}), 1, BUDGET)
+        assert delay is not None and 0.4 <= delay <= 0.6, garbage
+
+
 def test_dialogue_view_drops_tool_traffic_and_ends_on_the_customer() -> None:
     messages = [
         AIMessage(content="Welcome!"),

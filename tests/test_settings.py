@@ -71,3 +71,57 @@ def test_credentials_in_the_base_url_are_secrets(
     assert "hunter2" not in repr(settings)
     monkeypatch.setenv("MISTRAL_BASE_URL", "http://127.0.0.1:9/v1")
     assert Settings.from_env(home=tmp_path).secrets() == ("Ab3dEf6hIj9kLm2n",)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[::1",  # httpx: InvalidURL, said as "unexpected error"
+        "http://127.0.0.1:99999/v1",  # a port past 65535: "went wrong inside ShopBot"
+        "http://127.0.0.1:8799/v1\n",  # a pasted line break: InvalidURL
+        "http://127.0.0.1:abc/v1",
+        " ",  # ChatMistralAI reads the variable unstripped: " " is its endpoint
+        "not a url",  # these three were retried four times as "cannot be reached"
+        "ftp://127.0.0.1/v1",
+        "http://",
+        "http://proxyuser:hunter2@[::1/v1",
+    ],
+)
+def test_a_base_url_that_cannot_be_one_is_refused_unechoed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, url: str
+) -> None:
+    monkeypatch.setenv("MISTRAL_API_KEY", "Ab3dEf6hIj9kLm2n")
+    monkeypatch.setenv("MISTRAL_BASE_URL", url)
+    settings = Settings.from_env(home=tmp_path)
+    assert not settings.offline
+    with pytest.raises(ConfigurationError) as refused:
+        make_model(settings)
+    message = str(refused.value)
+    assert "MISTRAL_BASE_URL" in message and "\n" not in message
+    assert "hunter2" not in message
+    assert isinstance(refused.value, InputError)  # the CLI's exit 2
+    # Without a key, or with --offline, the URL is not used: nothing to refuse.
+    assert Settings.from_env(home=tmp_path, offline=True).offline
+    monkeypatch.delenv("MISTRAL_API_KEY")
+    assert Settings.from_env(home=tmp_path).offline
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "",
+        "http://127.0.0.1:9/v1",
+        "https://api.mistral.ai/v1",
+        "http://proxyuser:hunter2%40secret@127.0.0.1:9/v1",
+        "http://[::1]:8080",
+        "HTTPS://Example.com",
+    ],
+)
+def test_a_usable_base_url_is_left_to_the_client(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, url: str
+) -> None:
+    monkeypatch.setenv("MISTRAL_API_KEY", "Ab3dEf6hIj9kLm2n")
+    monkeypatch.setenv("MISTRAL_BASE_URL", url)
+    settings = Settings.from_env(home=tmp_path)
+    assert settings.provider_problem is None
+    assert make_model(settings) is not None
