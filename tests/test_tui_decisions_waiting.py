@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Static
 
@@ -22,6 +21,7 @@ from tests.test_tui_helpers import (
     instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
     make_app,
+    palette_command,
     settle,
     visible_text,
     wait_until,
@@ -139,12 +139,6 @@ async def test_the_command_palette_opens_the_next_decision_too(tmp_path: Path) -
     app = make_app(tmp_path, thread_id="t-quiet", customer="Jordan")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("ctrl+p", *"next decision")
-        await wait_until(
-            pilot,
-            lambda: app.screen.query_one(CommandList).option_count > 0,
-            "the palette to find the command",
-        )
-        await pilot.press("enter")
+        await palette_command(pilot, "next decision")
         await dialog_for(app, pilot)
         assert app.chat.thread_id == "t-refund"

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import PrivateAttr
 from rich.console import Console
+from textual.command import CommandList
 from textual.content import Content
 from textual.pilot import Pilot
 from textual.widget import Widget
@@ -113,6 +114,17 @@ async def wait_until(pilot: Pilot[Any], condition: Callable[[], bool], what: str
             return
         await pilot.pause()
     raise AssertionError(f"timed out waiting for {what}")
+
+
+async def palette_command(pilot: Pilot[Any], words: str) -> None:
+    """Run the command palette's first command matching `words`, as typed."""
+    await pilot.press("ctrl+p", *words)
+    await wait_until(
+        pilot,
+        lambda: pilot.app.screen.query_one(CommandList).option_count > 0,
+        "the palette to find the command",
+    )
+    await pilot.press("enter")
 
 
 def chat(app: ShopBotApp) -> ChatScreen:

@@ -31,6 +31,7 @@ from tests.test_tui_helpers import (
     iter_notices,
     make_app,
     notes,
+    palette_command,
     replies,
     send,
     settle,
@@ -395,13 +396,7 @@ async def test_an_engine_that_could_not_start_is_never_said_to_be_loading(
         assert any("could not start" in notice for notice in iter_notices(app, "error"))
         app.notices.clear()
         await send(pilot, "Where is ORD-002?")
-        await pilot.press("ctrl+p", *"new conv")
-        await wait_until(
-            pilot,
-            lambda: app.screen.query_one(CommandList).option_count > 0,
-            "the palette to find the command",
-        )
-        await pilot.press("enter")
+        await palette_command(pilot, "new conv")
         await wait_until(pilot, lambda: len(app.notices) == 2, "both said")
         said = " ".join(f"{title}: {text}" for _, title, text in app.notices)
         assert "loading" not in said and said.count("could not start") == 2, said
