@@ -201,7 +201,11 @@ async def test_a_decision_on_a_request_asked_anew_meanwhile_decides_nothing(
         assert shown is not None
         await decide(engine, "r3", "reject")  # elsewhere, then the same refund asked again
         again = (await say(engine, "r3", f"Refund ORD-005 after all, {reason}", "Sam")).result
-        assert again.pending is not None and again.pending.payload == shown.payload
+        assert again.pending is not None
+        # The same refund, told apart by its id (and, to the person, by the "no" before it).
+        asked_again = {**again.pending.payload, "decided_before": []}
+        assert asked_again == shown.payload
+        assert [d["decision"] for d in again.pending.payload["decided_before"]] == ["reject"]
         with pytest.raises(DecisionPending) as refused:
             await outcome(engine.resume("r3", "approve", asked=shown.request_id))
         assert refused.value.request == again.pending
