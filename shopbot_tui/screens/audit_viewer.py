@@ -181,6 +181,8 @@ class AuditViewerScreen(Screen[str | None]):
         self._logs_lock = threading.Lock()
         self._closed = False
         self._count_text = ""
+        # Held, not queried: a query walks the whole screen (the thread filter's options too).
+        self._table = AuditEventTable(tz=self._tz, id="audit-table")
 
     def show_count(self, text: str) -> None:
         """Show `text` ("1,234 events") in the filter bar, or in the header when the bar has
@@ -205,7 +207,7 @@ class AuditViewerScreen(Screen[str | None]):
         yield Header(icon="≡")
         yield AuditFilterBar(thread_id=self._initial_thread, id="audit-filters")
         with Vertical(id="audit-results"):
-            yield AuditEventTable(tz=self._tz, id="audit-table")
+            yield self._table
             yield LoadingIndicator(id="audit-loading")
             yield Static("", id="audit-empty", markup=False)
             yield AuditEventDetail(id="audit-detail")
@@ -459,16 +461,9 @@ class AuditViewerScreen(Screen[str | None]):
         event, self._pending_detail = self._pending_detail, _NO_EVENT
         if event is not _NO_EVENT:
             self.query_one(AuditEventDetail).show_event(cast("AuditEvent | None", event))
-        self.refresh_bindings()  # "open" follows the event under the cursor
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "open_thread":
-            # Shown but dimmed on an event of no conversation (start-up reconciliation).
-            return self._thread_under_cursor() is not None or None
-        return True
 
     def _thread_under_cursor(self) -> str | None:
-        event = self.query_one(AuditEventTable).highlighted_event
+        event = self._table.highlighted_event
         return event.thread_id if event is not None and event.thread_id else None
 
     @on(AuditEventTable.EventSelected)
@@ -493,8 +488,12 @@ class AuditViewerScreen(Screen[str | None]):
 
     def action_open_thread(self) -> None:
         """Leave the viewer for the conversation of the event under the cursor."""
+        # (Always offered: dimming it as the cursor moves rebuilt the footer, which doubled
+        # the time a filter takes to show.)
         if (thread_id := self._thread_under_cursor()) is not None:
             self.dismiss(thread_id)
+        elif self._table.highlighted_event is not None:
+            self.notify("This event belongs to no conversation.", severity="warning")
 
     def action_focus_search(self) -> None:
         """Focus the free-text filter."""
