@@ -564,11 +564,18 @@ async def test_every_filter_shows_in_a_small_terminal(
         screen, _table = await opened(pilot)
         width = size[0]
         bar = screen.query_one("#audit-filters")
-        for selector in ("#audit-thread", "#audit-kind", "#audit-search"):
+        for selector in ("#audit-thread", "#audit-kind", "#audit-when", "#audit-search"):
             region = screen.query_one(selector).region
             assert region.width >= 16 and region.right <= width, (selector, region)
-        # The filter bar is one row of inputs (a wrapped thread id made it four rows tall).
-        assert bar.region.height == 3
+        if width >= 78:
+            # One row of inputs (a wrapped thread id made it four rows tall).
+            assert bar.region.height == 3
+        else:
+            # Two a row without borders: two lines, less than one row of bordered ones.
+            assert bar.region.height == 2
+            assert screen.query_one("#audit-when").region.y == bar.region.y + 1
+        if width >= 80:  # every key of the viewer is in the footer (the palette has them all)
+            assert "o Open" in painted(pilot, "Footer")
         # The count is shown: in the bar when it has room, else in the header.
         assert "0 events" in count_label(screen)
         if width < 90:
@@ -597,7 +604,7 @@ async def test_a_cut_thread_id_keeps_its_end_in_the_filter_as_in_the_table(
     with AuditLog(audit_path) as log:
         for thread in threads:
             log.append("turn_started", thread_id=thread, agent="order_agent", detail={})
-    async with ViewerHost(audit_path, thread_id=threads[0]).run_test(size=(70, 20)) as pilot:
+    async with ViewerHost(audit_path, thread_id=threads[0]).run_test(size=(80, 24)) as pilot:
         await opened(pilot)
         shown = painted(pilot, "#audit-thread")
         assert "2b692c" in shown and "…" in shown, shown
@@ -608,3 +615,107 @@ async def test_a_cut_thread_id_keeps_its_end_in_the_filter_as_in_the_table(
         await pilot.pause()
         listed = painted(pilot, "#audit-thread SelectOverlay")
         assert "2b692c" in listed and "77aa01" in listed, listed
+
+
+class MovableClock:
+    """What "now" is for the viewer's time filter; tests move it."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+SHIFT_END = datetime(2025, 6, 10, 12, 0, tzinfo=UTC)
+# (how long before SHIFT_END, thread); ids 1..6 in this order.
+AGES = [
+    (timedelta(days=40), "T-old"),
+    (timedelta(days=8), "T-old"),
+    (timedelta(days=2), "T-week"),
+    (timedelta(hours=3), "T-today"),
+    (timedelta(minutes=30), "T-now"),
+    (timedelta(minutes=5), "T-now"),
+]
+
+
+@pytest.fixture
+def aged_log(tmp_path: Path) -> Path:
+    path = tmp_path / "aged.sqlite"
+    with AuditLog(path) as log:
+        for age, thread in AGES:
+            when = (SHIFT_END - age).isoformat()
+            log.append_many([{"kind": "turn_started", "thread_id": thread, "ts": when}])
+    return path
+
+
+async def pick_period(pilot: Pilot[None], label: str) -> None:
+    """Open the time filter with its key and choose `label` with the arrows, as a person does."""
+    await pilot.press("w")
+    await pilot.pause()
+    select = pilot.app.screen.query_one("#audit-when", Select)
+    assert select.expanded
+    labels = [str(prompt) or "Any time" for prompt, _value in select._options]
+    values = [value for _prompt, value in select._options]
+    moves = labels.index(label) - values.index(select.value)
+    await pilot.press(*["down" if moves > 0 else "up"] * abs(moves), "enter")
+    await settle(pilot)
+
+
+async def test_the_time_filter_shows_what_happened_in_a_period(aged_log: Path) -> None:
+    clock = MovableClock(SHIFT_END)
+    async with ViewerHost(aged_log, clock=clock).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        assert ids(table) == [6, 5, 4, 3, 2, 1]
+        await pick_period(pilot, "Last hour")
+        assert ids(table) == [6, 5]
+        assert count_label(screen) == "2 events"
+        assert screen.current_query.since == "2025-06-10T11:00:00.000Z"
+        await pick_period(pilot, "Today")  # since midnight in the viewer's zone (UTC here)
+        assert ids(table) == [6, 5, 4]
+        await pick_period(pilot, "Last 7 days")
+        assert ids(table) == [6, 5, 4, 3]
+        await pick_period(pilot, "Last 15 minutes")
+        assert ids(table) == [6]
+        await pick_period(pilot, "Any time")
+        assert ids(table) == [6, 5, 4, 3, 2, 1]
+        assert screen.current_query == AuditQuery()
+
+
+async def test_the_time_filter_combines_with_the_others_and_exports_what_it_shows(
+    aged_log: Path, tmp_path: Path
+) -> None:
+    clock = MovableClock(SHIFT_END)
+    export_dir = tmp_path / "out"
+    host_app = ViewerHost(aged_log, clock=clock, export_dir=export_dir)
+    async with host_app.run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        screen.set_filters(thread_id="T-old", period="30d")
+        await settle(pilot)
+        assert ids(table) == [2]
+        assert screen.query_one("#audit-when", Select).value == "30d"
+        screen.set_filters(period="24h", text="T-now")
+        await settle(pilot)
+        assert ids(table) == [6, 5]
+        await pilot.press("x")
+        await settle(pilot)
+        assert screen.last_export is not None
+        exported = [json.loads(line) for line in screen.last_export.read_text().splitlines()]
+        assert [record["id"] for record in exported] == [6, 5]
+
+
+async def test_refresh_lets_the_period_end_now(aged_log: Path) -> None:
+    """ "Last hour" is the hour before the person looks, not before they chose it."""
+    clock = MovableClock(SHIFT_END)
+    async with ViewerHost(aged_log, clock=clock).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        await pick_period(pilot, "Last hour")
+        assert ids(table) == [6, 5]
+        clock.now = SHIFT_END + timedelta(minutes=40)
+        with AuditLog(aged_log) as log:  # a new event meanwhile
+            new = {"kind": "escalated", "thread_id": "T-new", "ts": clock.now.isoformat()}
+            log.append_many([new])
+        await pilot.press("r")
+        await settle(pilot)
+        assert ids(table) == [7, 6]  # 5 is 70 minutes old now
+        assert screen.query_one("#audit-when", Select).value == "1h"

@@ -12,6 +12,7 @@ import asyncio
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
 from functools import partial
 from pathlib import Path
@@ -126,6 +127,7 @@ class AuditViewerScreen(Screen[str | None]):
         Binding("slash", "focus_search", "Search", key_display="/", id="audit_viewer.search"),
         Binding("t", "pick_thread", "Thread", id="audit_viewer.thread"),
         Binding("k", "pick_kind", "Kind", id="audit_viewer.kind"),
+        Binding("w", "pick_period", "When", id="audit_viewer.when"),
         Binding("x", "export", "Export", id="audit_viewer.export"),
         Binding("r", "refresh", "Refresh", id="audit_viewer.refresh"),
         Binding(
@@ -156,8 +158,10 @@ class AuditViewerScreen(Screen[str | None]):
         thread_id: str | None = None,
         export_dir: Path | None = None,
         tz: tzinfo | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
-        """`tz` is the zone for the time column (None: local); tests pin it for snapshots."""
+        """`tz` is the zone for the time column and "Today" (None: local), `clock` what "now"
+        is for the period filter; tests pin both."""
         super().__init__()
         self.audit_path = audit_path
         self.export_dir = export_dir or audit_path.parent / "exports"
@@ -167,6 +171,7 @@ class AuditViewerScreen(Screen[str | None]):
         self.match_count: int | None = None
         self._initial_thread = thread_id
         self._tz = tz
+        self._clock = clock
         self._query: AuditQuery | None = None
         self._generation = 0
         self._started = time.perf_counter()
@@ -205,7 +210,9 @@ class AuditViewerScreen(Screen[str | None]):
         # mount, which is most of the "open" time; on_mount shows the page if it is in.
         self._run_query(self.current_query, force=True)
         yield Header(icon="≡")
-        yield AuditFilterBar(thread_id=self._initial_thread, id="audit-filters")
+        yield AuditFilterBar(
+            thread_id=self._initial_thread, tz=self._tz, clock=self._clock, id="audit-filters"
+        )
         with Vertical(id="audit-results"):
             yield self._table
             yield LoadingIndicator(id="audit-loading")
@@ -246,16 +253,26 @@ class AuditViewerScreen(Screen[str | None]):
     # --- filters ------------------------------------------------------------------------
 
     def set_filters(
-        self, *, thread_id: str | None = None, kind: str | None = None, text: str = ""
+        self,
+        *,
+        thread_id: str | None = None,
+        kind: str | None = None,
+        period: str | None = None,
+        text: str = "",
     ) -> None:
-        """Set all three filters at once and query now (no debounce): for benchmarks and the app."""
+        """Set every filter at once and query now (no debounce): for benchmarks and the app.
+        `period` is a key of `audit_periods.PERIODS` ("1h"), ending now."""
+        bar = self.query_one(AuditFilterBar)
+        query = AuditQuery(
+            thread_id=thread_id or None,
+            kinds=(kind,) if kind else (),
+            since=bar.since(period),
+            text=text.strip() or None,
+        )
         # Query first: showing an unlisted thread rebuilds the thread list (~15 ms), which
         # then overlaps the database work instead of delaying it.
-        query = AuditQuery(
-            thread_id=thread_id or None, kinds=(kind,) if kind else (), text=text.strip() or None
-        )
         self._run_query(query)
-        self.query_one(AuditFilterBar).set_filters(thread_id=thread_id, kind=kind, text=text)
+        bar.set_filters(query, period=period)
 
     @on(AuditFilterBar.Changed)
     def _filters_changed(self, message: AuditFilterBar.Changed) -> None:
@@ -507,6 +524,10 @@ class AuditViewerScreen(Screen[str | None]):
         """Open the kind filter."""
         self.query_one(AuditFilterBar).open_select("audit-kind")
 
+    def action_pick_period(self) -> None:
+        """Open the time filter (the last hour, today, …)."""
+        self.query_one(AuditFilterBar).open_select("audit-when")
+
     def action_export(self) -> None:
         """Export the filtered events to a JSON-lines file."""
         if self.match_count == 0:
@@ -520,7 +541,9 @@ class AuditViewerScreen(Screen[str | None]):
         highlighted = table.highlighted_event
         self._keep_event_id = highlighted.id if highlighted else None
         self._newest_before_refresh = table.events[0].id if table.events else 0
-        self._run_query(self.current_query, force=True)
+        bar = self.query_one(AuditFilterBar)
+        bar.restart_period()  # "the last hour" is the hour before now, not before choosing it
+        self._run_query(bar.audit_query, force=True)
         self._load_threads()
 
 
