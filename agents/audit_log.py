@@ -38,6 +38,7 @@ AUDIT_KINDS: frozenset[str] = frozenset(
         "gate_failed",
         "correction",
         "escalated",
+        "escalation_closed",
         "approval_requested",
         "approval_decided",
         "tool_called",

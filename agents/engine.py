@@ -26,12 +26,14 @@ from agents.checkpoints import open_checkpoints
 from agents.context import RetryBudget, ShopContext
 from agents.decision_history import refund_decisions
 from agents.errors import DecisionPending, InputError, NothingPending
+from agents.escalation_queue import Escalation, escalation_handled_note
 from agents.events import (
     AgentChanged,
     ApprovalDecided,
     ApprovalRequest,
     ApprovalRequested,
     EngineEvent,
+    Escalated,
     LimitReached,
     ReplyDone,
     StepChanged,
@@ -183,6 +185,26 @@ class ShopBotEngine:
         """The conversations a human decision holds up (asked here, in another window or by
         `shopbot chat`), the one left alone longest first."""
         return self.threads.with_status("awaiting_approval")
+
+    def escalations(self) -> list[Escalation]:
+        """The conversations escalated to a person and not handled yet, the oldest first."""
+        return self.threads.escalations()
+
+    def escalation(self, thread_id: str) -> Escalation | None:
+        """The thread's escalation, while no person has handled it."""
+        return self.threads.escalation(validate_thread_id(thread_id))
+
+    def close_escalation(self, thread_id: str, reviewer: Reviewer) -> Escalation | None:
+        """`reviewer` handled the thread's escalation: closed, and said in the audit log with
+        their name. None when it was not open (another window may have closed it)."""
+        closed = self.threads.close_escalation(validate_thread_id(thread_id))
+        if closed is not None:
+            detail = {"reason": closed.reason, "since": closed.since, **reviewer.audit_detail()}
+            self._recorder.append(
+                "escalation_closed", thread_id=thread_id, agent=closed.agent, detail=detail
+            )
+            self.threads.append_line(thread_id, "note", escalation_handled_note(reviewer))
+        return closed
 
     def transcript(self, thread_id: str, limit: int | None = None) -> list[ChatLine]:
         return self.threads.lines(thread_id, limit=limit)
@@ -536,7 +558,10 @@ class ShopBotEngine:
 
     def _note(self, thread_id: str, event: EngineEvent) -> None:
         """The transcript line for an event, in the order things happened: a reply under the
-        agent that wrote it (a handled complaint hands back right after), notes between."""
+        agent that wrote it (a handled complaint hands back right after), notes between; an
+        escalation also waits for a person in the queue."""
+        if isinstance(event, Escalated):
+            self.threads.escalate(thread_id, agent=event.agent, reason=event.reason)
         if isinstance(event, ReplyDone):
             if event.text:
                 self.threads.append_line(thread_id, "assistant", event.text, agent=event.agent)

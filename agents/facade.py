@@ -15,6 +15,7 @@ from agents.audit_log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery, norm
 from agents.audit_log import MAX_PAGE as MAX_AUDIT_PAGE
 from agents.decision_history import earlier_decision
 from agents.errors import BusyElsewhere, InputError, NothingPending
+from agents.escalation_queue import Escalation, escalation_handled_note
 from agents.events import (
     AGENT_TITLES,
     AGENTS,
@@ -91,6 +92,7 @@ __all__ = [
     "BusyElsewhere",
     "ChatLine",
     "EngineEvent",
+    "Escalation",
     "GateChecked",
     "InputError",
     "MessageRejected",
@@ -112,6 +114,7 @@ __all__ = [
     "configure_logging",
     "diagnose_storage",
     "earlier_decision",
+    "escalation_handled_note",
     "failure_text",
     "file_failure_text",
     "load_engine",

@@ -12,6 +12,7 @@ import sqlite3
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, cast
 
+from agents.escalation_queue import ESCALATIONS_SCHEMA, EscalationQueue
 from agents.events import AGENT_TITLES, AGENTS, DEFAULT_AGENT
 from agents.redaction import redact
 from agents.sqlite_store import (
@@ -64,6 +65,7 @@ _SCHEMA = (
         saved_at TEXT NOT NULL
     )""",
     LEASES_SCHEMA,
+    ESCALATIONS_SCHEMA,
 )
 # Every write bumps `touched` past all others, inside the write transaction.
 _TOUCH = "touched = (SELECT coalesce(max(touched), 0) + 1 FROM threads), updated_at = ?"
@@ -124,7 +126,7 @@ def make_title(text: str) -> str:
     return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
 
 
-class ThreadRegistry(TurnLeases, SqliteStore):
+class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
     """Threads and transcripts in the SQLite file at `path` (thread-safe)."""
 
     WHAT = "thread registry"

@@ -1,12 +1,13 @@
 """What the chat does when the person asks: send a message (Enter), and the commands of the
 key bindings and the command palette (commands.py): start or switch conversations, copy the
-last reply, export the chat, open the audit log."""
+last reply, export the chat, open the audit log, mark an escalation handled."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import TYPE_CHECKING
 
+from agents.facade import Reviewer, escalation_handled_note
 from shopbot_tui.chat_notices import (
     NO_ENGINE,
     STILL_ANSWERING,
@@ -15,6 +16,7 @@ from shopbot_tui.chat_notices import (
     WAITS_FOR_DECISION,
 )
 from shopbot_tui.ids import new_thread_id
+from shopbot_tui.messages import EscalationClosed
 from shopbot_tui.stored_thread import export_transcript
 
 if TYPE_CHECKING:
@@ -101,12 +103,44 @@ class ChatCommands:
                 engine.list_threads,
                 stored_drafts=engine.drafted_threads,
                 drafts_now=chat.drafts.drafted,
+                escalated=lambda: {e.thread_id for e in engine.escalations()},
                 current_thread=chat.thread_id,
                 customer=chat.customer,
                 settings=chat.settings,
             ),
             callback=chosen,
         )
+
+    def close_escalation(self) -> None:
+        """A person handled the open conversation's escalation (ctrl+g): closed under their
+        name, in a worker; `escalation_closed` shows how it went."""
+        chat = self._chat
+        if (engine := self._engine()) is None:
+            return
+        if not chat.escalated_here:
+            chat.notices.not_escalated()
+            return
+        thread_id, reviewer = chat.thread_id, Reviewer.here("app")
+
+        async def close() -> None:
+            closed = await asyncio.to_thread(engine.close_escalation, thread_id, reviewer)
+            chat.post_message(
+                EscalationClosed(thread_id, closed, escalation_handled_note(reviewer))
+            )
+
+        chat.run_worker(
+            close(),
+            group="escalation",
+            description="mark an escalation handled",
+            exit_on_error=False,
+        )
+
+    async def escalation_closed(self, message: EscalationClosed) -> None:
+        chat = self._chat
+        if message.closed is not None and message.thread_id == chat.thread_id:
+            await chat.view.show_note(message.note)
+        chat.notices.escalation_closed(message.thread_id, done=message.closed is not None)
+        chat.waiting.look()
 
     def copy_reply(self) -> None:
         chat = self._chat

@@ -105,6 +105,16 @@ class ChatNotices:
             text += " This one does: ctrl+r opens it."
         self._screen.notify(text)
 
+    def not_escalated(self) -> None:
+        self._screen.notify("This conversation is not escalated: nothing to mark handled.")
+
+    def escalation_closed(self, thread_id: str, *, done: bool) -> None:
+        if done:
+            text = f"Escalation of {thread_id} marked handled."
+        else:
+            text = f"The escalation of {thread_id} was already marked handled (another window?)."
+        self._screen.notify(text, title="Escalation", markup=False)
+
     def thread_not_listed(self, thread_id: str) -> None:
         self._screen.notify(
             f"Conversation {thread_id} is not among this ShopBot's conversations; "

@@ -54,6 +54,12 @@ class ShopBotCommands(Provider):
                     "Reopen the approval (ctrl+r)",
                     screen.action_decide,
                 )
+            if screen.escalated_here:
+                yield (
+                    "Escalation handled",
+                    "Mark this conversation's escalation handled, in your name (ctrl+g)",
+                    screen.action_escalation_handled,
+                )
             waiting = len(screen.waiting.elsewhere)
             yield (
                 "Next decision waiting",

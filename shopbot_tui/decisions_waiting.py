@@ -1,5 +1,7 @@
-"""The decisions other conversations wait for: counted in the side panel, and opened one
-after another with ctrl+o, the one left alone longest first.
+"""What waits for a person: the decisions other conversations wait for (counted in the side
+panel, opened one after another with ctrl+o, the one left alone longest first) and the
+conversations escalated to a person and not handled yet (the open one's said in the panel,
+with ctrl+g to mark it handled; the others counted).
 
 A person deciding refunds must not lose one from sight: a decision is asked in whichever
 conversation reached it (another window, `shopbot chat`, one left with "decide later"), and
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from textual.message import Message
@@ -20,7 +22,7 @@ from textual.timer import Timer
 if TYPE_CHECKING:
     from textual.worker import Worker
 
-    from agents.facade import ThreadInfo
+    from agents.facade import Escalation, ThreadInfo
     from shopbot_tui.screens.chat import ChatScreen
 
 log = logging.getLogger("shopbot.tui")
@@ -36,6 +38,8 @@ class DecisionsRead(Message):
     threads: list[ThreadInfo]
     # Read for ctrl+o: the first of them (not the open one) opens.
     open_next: bool = False
+    # Every conversation escalated and not handled yet, the oldest first.
+    escalations: list[Escalation] = field(default_factory=list)
 
 
 class DecisionsWaiting:
@@ -66,13 +70,14 @@ class DecisionsWaiting:
         async def read() -> None:
             try:
                 threads = await asyncio.to_thread(engine.waiting_for_decision)
+                escalations = await asyncio.to_thread(engine.escalations)
             except Exception:
                 # (A locked or damaged registry is said where it matters, on opening.)
                 log.exception("reading the conversations waiting for a decision failed")
                 if open_next:
                     chat.notices.thread_unreadable("The list of conversations could not be read.")
                 return
-            chat.post_message(DecisionsRead(threads, open_next=open_next))
+            chat.post_message(DecisionsRead(threads, open_next, escalations))
 
         worker: Worker[None] = chat.run_worker(
             read,
@@ -93,6 +98,10 @@ class DecisionsWaiting:
             if info.thread_id != chat.thread_id and info.thread_id not in chat.busy
         ]
         chat.panel.show_waiting(len(self.elsewhere))
+        here = [e for e in message.escalations if e.thread_id == chat.thread_id]
+        chat.escalation = here[0] if here else None
+        chat.panel.show_escalations(chat.escalation, others=len(message.escalations) - len(here))
+        chat.sync_bindings()
         new = [info for info in self.elsewhere if info.thread_id not in self._seen]
         self._seen = {info.thread_id for info in message.threads}
         if not message.open_next:

@@ -14,7 +14,7 @@ from textual.message import Message
 from agents.facade import ApprovalRequest, Step, TurnResult
 
 if TYPE_CHECKING:
-    from agents.facade import ChatLine, ShopBotEngine, ThreadInfo
+    from agents.facade import ChatLine, Escalation, ShopBotEngine, ThreadInfo
 
 
 @dataclass
@@ -161,6 +161,16 @@ class TurnEnded(TurnMessage):
 # What a running turn writes into the chat log, and what it shows in the side panel.
 LiveReport = ReplyChunk | ReplyComplete | NoteAdded | ProviderRetrying
 TurnProgress = AgentSwitched | StepUpdate | GateReported
+
+
+@dataclass
+class EscalationClosed(Message):
+    """A person marked `thread_id`'s escalation handled: `closed` is it, or None when it was
+    not open any more (another window or command closed it); `note` is the transcript's line."""
+
+    thread_id: str
+    closed: Escalation | None
+    note: str
 
 
 @dataclass

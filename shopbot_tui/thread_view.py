@@ -86,6 +86,10 @@ class ThreadView:
         redacted (the transcript, the model and a reopened thread never see it either)."""
         await self._log().mount(CustomerMessage(redact(visible(text).strip()), customer))
 
+    async def show_note(self, text: str) -> None:
+        """A quiet line of what happened, under the conversation (as the transcript has it)."""
+        await self._log().mount(SystemNote(text))
+
     def scroll_to_end(self) -> None:
         self._log().scroll_end(animate=False, immediate=True)
 

@@ -12,6 +12,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from agents import escalation_queue
 from agents.reviewer import login_name
 from shopbot_tui.screens.approval import ApprovalScreen
 from tests.test_tui_helpers import (
@@ -33,6 +34,12 @@ def reviewer_named_pat(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     login_name.cache_clear()
     yield
     login_name.cache_clear()  # (the next test sees the real one)
+
+
+@pytest.fixture(autouse=True)
+def escalated_at_half_past_nine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The side panel says since when a conversation is escalated: the same time every run."""
+    monkeypatch.setattr(escalation_queue, "utc_timestamp", lambda: "2026-11-30T09:30:00.000Z")
 
 
 async def steady(pilot: Pilot[Any]) -> None:

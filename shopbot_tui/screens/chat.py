@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, LoadingIndicator
 from textual.worker import Worker, WorkerState
 
-from agents.facade import OFFLINE_MODEL_LABEL, ApprovalRequest, Settings
+from agents.facade import OFFLINE_MODEL_LABEL, ApprovalRequest, Escalation, Settings
 from shopbot_tui.approval_flow import ApprovalFlow
 from shopbot_tui.chat_commands import ChatCommands
 from shopbot_tui.chat_notices import ChatNotices
@@ -28,6 +28,7 @@ from shopbot_tui.drafts import Drafts
 from shopbot_tui.messages import (
     AgentSwitched,
     ChatExported,
+    EscalationClosed,
     GateReported,
     LiveReport,
     NoteAdded,
@@ -97,6 +98,14 @@ class ChatScreen(Screen[None]):
             tooltip="Open the conversation waiting longest for a decision",
             id="chat.next_decision",
         ),
+        # In the footer only while the open conversation is escalated (check_action).
+        Binding(
+            "ctrl+g",
+            "escalation_handled",
+            "Handled",
+            tooltip="Mark this conversation's escalation handled (your name goes in the log)",
+            id="chat.escalation_handled",
+        ),
         Binding(
             "ctrl+l",
             "audit_log",
@@ -123,7 +132,10 @@ class ChatScreen(Screen[None]):
         self.thread_id = thread_id
         self.customer = customer
         self.pending: ApprovalRequest | None = None
-        self._binding_state: tuple[bool, bool] | None = None
+        # The open thread's escalation no person has handled yet, as last read (its thread
+        # may be one left since: see `escalated_here`).
+        self.escalation: Escalation | None = None
+        self._binding_state: tuple[bool, bool, bool] | None = None
         self.turns = TurnWorkers(self)
         self.notices = ChatNotices(self)
         self.view = ThreadView(lambda: self.chat_log, self.notices)
@@ -276,14 +288,21 @@ class ChatScreen(Screen[None]):
         recomposes the whole Footer (40 ms and a layout), and turns change state many times.
         So "copy reply" is always on (it says when there is nothing to copy): dimming it until
         the first reply cost that recompose at the end of the first reply's stream."""
-        state = (self.engine is not None, self.pending is not None)
+        state = (self.engine is not None, self.pending is not None, self.escalated_here)
         if state != self._binding_state:
             self._binding_state = state
             self.refresh_bindings()
 
+    @property
+    def escalated_here(self) -> bool:
+        """Whether the open conversation is escalated and no person has handled it yet."""
+        return self.escalation is not None and self.escalation.thread_id == self.thread_id
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "decide":
             return self.pending is not None
+        if action == "escalation_handled":
+            return self.escalated_here
         if action in ("new_thread", "threads", "export_chat", "next_decision"):
             return True if self.engine is not None else None
         return True
@@ -300,6 +319,13 @@ class ChatScreen(Screen[None]):
 
     def action_next_decision(self) -> None:
         self.waiting.look(open_next=True)
+
+    def action_escalation_handled(self) -> None:
+        self.commands.close_escalation()
+
+    @on(EscalationClosed)
+    async def _escalation_closed(self, message: EscalationClosed) -> None:
+        await self.commands.escalation_closed(message)
 
     def action_stop_reply(self) -> None:
         self.commands.stop_reply()

@@ -37,6 +37,8 @@ STATUS_MARKS: dict[str, tuple[str, str]] = {
     "error": ("✗", "bold $text-error"),
     "idle": ("", ""),
 }
+# An idle conversation escalated to a person that no one has marked handled yet.
+ESCALATED_MARK = ("▲", "bold $text-error")
 TITLE_WIDTH = 30
 # The list shows this many of the most recent threads; the filter searches all of them.
 SHOWN = 200
@@ -60,6 +62,8 @@ class ThreadsLoaded(Message):
     error: str = ""
     # The threads with a draft kept, as the registry has them.
     drafted: set[str] = field(default_factory=set)
+    # The threads escalated and not handled yet.
+    escalated: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -107,13 +111,17 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         settings: Settings | None = None,
         stored_drafts: Callable[[], set[str]] | None = None,
         drafts_now: Callable[[set[str]], set[str]] | None = None,
+        escalated: Callable[[], set[str]] | None = None,
     ) -> None:
         """`stored_drafts`: the threads with a draft kept (read off the event loop);
-        `drafts_now`: those as the chat has them now, given those (on the loop)."""
+        `drafts_now`: those as the chat has them now, given those (on the loop);
+        `escalated`: the threads escalated and not handled yet (off the loop)."""
         super().__init__()
         self._list_threads = list_threads
         self._stored_drafts = stored_drafts
         self._drafts_now = drafts_now
+        self._read_escalated = escalated
+        self._escalated: set[str] = set()
         # Threads with a draft: marked ✎ before their first message.
         self._drafted: set[str] = set()
         self._settings = settings  # to name a damaged store, should the list fail
@@ -151,6 +159,8 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
                 Content.assemble(
                     ("●", STATUS_MARKS["awaiting_approval"][1]),
                     " waits for a decision · ",
+                    ESCALATED_MARK,
+                    " escalated · ",
                     ("enter", "bold"),
                     " open · ",
                     ("ctrl+n", "bold"),
@@ -203,6 +213,9 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         try:
             threads = await asyncio.to_thread(self._list_threads, SHOWN + 1)
             drafted = await asyncio.to_thread(self._stored_drafts) if self._stored_drafts else set()
+            escalated = (
+                await asyncio.to_thread(self._read_escalated) if self._read_escalated else set()
+            )
         except Exception as exc:
             problem = (
                 await asyncio.to_thread(failure_text, self._settings, exc)
@@ -211,7 +224,7 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
             )
             self.post_message(ThreadsLoaded([], error=problem))
         else:
-            self.post_message(ThreadsLoaded(threads, drafted=drafted))
+            self.post_message(ThreadsLoaded(threads, drafted=drafted, escalated=escalated))
 
     @on(ThreadsLoaded)
     def _loaded(self, message: ThreadsLoaded) -> None:
@@ -222,6 +235,7 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         self._more = len(message.threads) > SHOWN
         self._threads = message.threads[:SHOWN]
         drafted = message.drafted
+        self._escalated = message.escalated
         self._drafted = self._drafts_now(drafted) if self._drafts_now else drafted
         if self._more:
             self.query_one("#threads-dialog").border_subtitle = Content(
@@ -243,6 +257,8 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
             self._shown = [info for info in self._threads if info.matches(needle)]
         for info in self._shown:
             mark, style = STATUS_MARKS.get(info.status, ("", ""))
+            if not mark and info.thread_id in self._escalated:
+                mark, style = ESCALATED_MARK
             current = info.thread_id == self._current
             table.add_row(
                 Text(mark, style=theme_style(style, variables)),

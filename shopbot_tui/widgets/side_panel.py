@@ -7,7 +7,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Label, Static
 
-from agents.facade import AGENT_TITLES, AGENTS, STEP_LABELS, visible
+from agents.facade import AGENT_TITLES, AGENTS, STEP_LABELS, Escalation, visible
 
 # The swarm has no router: every specialist carries `transfer_to_<agent>` tools for the
 # other two (design.md), so "may hand off to" is everyone else.
@@ -74,6 +74,7 @@ class SidePanel(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         yield Static(id="waiting")
+        yield Static(id="escalated")
         yield Static(
             Content.assemble("Agents ", ("(→ may hand off to)", "not bold")),
             classes="section-title",
@@ -147,6 +148,34 @@ class SidePanel(VerticalScroll):
                     " opens " + ("it" if count == 1 else "the oldest"),
                 )
             )
+
+    def show_escalations(self, here: Escalation | None, *, others: int) -> None:
+        """The open conversation's escalation, if a person has not handled it yet, and how
+        many other conversations are escalated (nothing of either: the line goes)."""
+        line = self.query_one("#escalated", Static)
+        line.display = here is not None or others > 0
+        parts: list[Content] = []
+        if here is not None:
+            since = here.since[11:16]  # HH:MM, UTC as the conversation list's times
+            parts.append(
+                Content.assemble(
+                    ("Escalated to a person", "bold $text-error"),
+                    f": {visible(here.reason)}, since {since} UTC · ",
+                    ("ctrl+g", "bold"),
+                    " once handled",
+                )
+            )
+        if others:
+            what = "conversation" if others == 1 else "conversations"
+            other = "other " if here is not None else ""
+            parts.append(
+                Content.assemble(
+                    (f"{others} {other}{what} escalated", "bold"),
+                    " · marked ▲ in ",
+                    ("ctrl+t", "bold"),
+                )
+            )
+        line.update(Content("\n").join(parts))
 
     def show_session(self, thread_id: str, customer: str | None) -> None:
         self.query_one("#thread", Static).update(

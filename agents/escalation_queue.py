@@ -1,0 +1,87 @@
+"""Conversations escalated to a person and not handled yet, kept in the thread registry's file.
+
+An escalation tells the customer a colleague takes over; this queue keeps that promise in
+sight (the app counts and marks them) until a person says it is handled, which the audit log
+records with their name. A conversation escalated again while open keeps its first time.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sqlite3
+import threading
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from agents.redaction import redact
+from agents.reviewer import Reviewer
+from agents.sqlite_store import immediate_transaction, storable_text, utc_timestamp
+
+ESCALATIONS_SCHEMA = """CREATE TABLE IF NOT EXISTS escalations (
+        thread_id TEXT PRIMARY KEY,
+        since TEXT NOT NULL,
+        agent TEXT,
+        reason TEXT NOT NULL
+    )"""
+
+
+@dataclass(frozen=True)
+class Escalation:
+    thread_id: str
+    # When it was first escalated (ISO-8601 UTC); `reason` and `agent` are the latest.
+    since: str
+    agent: str | None
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class EscalationQueue:
+    """The thread registry's escalations (mixed into `ThreadRegistry`, whose connection and
+    lock they use)."""
+
+    _lock: threading.Lock
+    _conn: sqlite3.Connection
+
+    def escalate(self, thread_id: str, *, agent: str | None, reason: str) -> None:
+        """`thread_id` needs a person, for `reason` (it stays so until `close_escalation`)."""
+        reason = redact(storable_text(reason))
+        with self._lock, immediate_transaction(self._conn) as conn:
+            conn.execute(
+                "INSERT INTO escalations VALUES (?, ?, ?, ?) ON CONFLICT(thread_id)"
+                " DO UPDATE SET agent = excluded.agent, reason = excluded.reason",
+                (thread_id, utc_timestamp(), agent, reason),
+            )
+
+    def escalation(self, thread_id: str) -> Escalation | None:
+        """The thread's open escalation, if it has one."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT * FROM escalations WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+        return _escalation(row) if row else None
+
+    def escalations(self) -> builtins.list[Escalation]:
+        """Every open escalation, the oldest first."""
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM escalations ORDER BY since, thread_id")
+            return [_escalation(row) for row in rows]
+
+    def close_escalation(self, thread_id: str) -> Escalation | None:
+        """A person handled it: the escalation closed, or None if it was not open (closed
+        meanwhile by another window or command)."""
+        with self._lock, immediate_transaction(self._conn) as conn:
+            row = conn.execute(
+                "DELETE FROM escalations WHERE thread_id = ? RETURNING *", (thread_id,)
+            ).fetchone()
+        return _escalation(row) if row else None
+
+
+def escalation_handled_note(reviewer: Reviewer) -> str:
+    """The transcript's line for a person closing an escalation."""
+    return f"escalation handled by {reviewer.name} ({reviewer.via})"
+
+
+def _escalation(row: sqlite3.Row) -> Escalation:
+    return Escalation(row["thread_id"], row["since"], row["agent"], row["reason"])
