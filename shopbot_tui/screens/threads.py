@@ -65,6 +65,21 @@ SHOWN = 200
 SHORT_BELOW = 24
 
 
+# The customer's name on the new-conversation button, at most this many cells.
+NAME_ON_BUTTON = 14
+
+
+def new_label(customer: str | None) -> Content:
+    """'New for Sam': the box beside the button holds no label, and a name typed over the
+    list goes to the filter; ctrl+n started Sam's conversation when Jordan's was meant."""
+    name = " ".join((customer or "").split())
+    if not name:
+        return Content("New conversation")
+    return Content(f"New for {visible(name)}").truncate(
+        len("New for ") + NAME_ON_BUTTON, ellipsis=True
+    )
+
+
 @dataclass(frozen=True)
 class ThreadChoice:
     """What the person picked: an existing thread, or a new one for `customer`."""
@@ -170,7 +185,7 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
                     placeholder="Customer name (optional)",
                     id="new-customer",
                 )
-                yield Button(Content("New conversation"), id="new", variant="primary")
+                yield Button(new_label(self._customer), id="new", variant="primary")
             yield Static(
                 Content.assemble(
                     ("●", STATUS_MARKS["awaiting_approval"][1]),
@@ -361,6 +376,10 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         info = next((t for t in self._shown if t.thread_id == thread_id), None)
         if info is not None:
             self.dismiss(ThreadChoice(info.thread_id, info.customer, is_new=False))
+
+    @on(Input.Changed, "#new-customer")
+    def _customer_typed(self, event: Input.Changed) -> None:
+        self.query_one("#new", Button).label = new_label(event.value)
 
     @on(Button.Pressed, "#new")
     @on(Input.Submitted, "#new-customer")
