@@ -165,16 +165,11 @@ class ChatNotices:
         )
 
     def turn_ended_elsewhere(self, thread_id: str, result: TurnResult | None) -> None:
-        """A thread that is not on screen finished its turn: say so if it needs the person."""
-        if result is not None and result.pending is not None:
-            self._screen.notify(
-                f"Thread {thread_id} waits for your decision: open it with ctrl+t.",
-                title="Decision needed",
-                severity="warning",
-                markup=False,
-            )
-        elif result is not None and result.status == "done":
-            self._screen.notify(f"Thread {thread_id} has a new reply.", markup=False)
+        """A thread that is not on screen finished its turn with a reply: say so. One that
+        stopped for a decision is said by the count of decisions waiting (decisions_waiting),
+        with its customer and ctrl+o: said here too, it came twice, in other words."""
+        if result is not None and result.pending is None and result.status == "done":
+            self._screen.notify(f"Conversation {thread_id} has a new reply.", markup=False)
 
     def worker_failed(self, error: BaseException | None) -> None:
         self._screen.notify(

@@ -103,7 +103,9 @@ class DecisionsWaiting:
         chat.panel.show_escalations(chat.escalation, others=len(message.escalations) - len(here))
         chat.sync_bindings()
         new = [info for info in self.elsewhere if info.thread_id not in self._seen]
-        self._seen = {info.thread_id for info in message.threads}
+        # Not a thread still answering here: the registry may show the decision it is
+        # leaving, or the one it reaches before its turn has ended; it is said once it has.
+        self._seen = {info.thread_id for info in message.threads if info.thread_id not in chat.busy}
         if not message.open_next:
             if new:  # (the panel may be hidden: a narrow terminal)
                 chat.notices.decisions_waiting(new)

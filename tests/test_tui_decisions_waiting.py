@@ -3,6 +3,7 @@ notification, and opened one after another with ctrl+o, the one left alone longe
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,12 @@ from agents.facade import ShopBotEngine
 from agents.offline.demo_model import OfflineDemoModel
 from agents.settings import Settings
 from shopbot_tui import decisions_waiting
+from shopbot_tui.decisions_waiting import DecisionsRead
 from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.chat import ChatScreen
 from tests.test_tui_helpers import (
     SIZE,
+    GatedModel,
     RecordingApp,
     instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
@@ -142,3 +145,38 @@ async def test_the_command_palette_opens_the_next_decision_too(tmp_path: Path) -
         await palette_command(pilot, "next decision")
         await dialog_for(app, pilot)
         assert app.chat.thread_id == "t-refund"
+
+
+async def test_a_decision_reached_after_leaving_its_conversation_is_said_once(
+    tmp_path: Path,
+) -> None:
+    """A refund asked, then another conversation opened while ShopBot still answers: when
+    the answer stops for a decision, one notification says so, naming the customer and
+    ctrl+o. Two used to, in different words: "Thread t-sam waits for your decision: open it
+    with ctrl+t." as the turn ended, then "Conversation t-sam (Sam) waits..." from the count."""
+    model = GatedModel()
+    app = make_app(tmp_path, thread_id="t-sam", customer="Sam", model=model)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        box = app.chat.message_input
+        box.value = REFUND
+        box.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, model.held.is_set, "the turn to be under way")
+        await pilot.press("ctrl+n")  # on to the next customer while this one is answered
+        await wait_until(pilot, lambda: app.chat.thread_id != "t-sam", "a new conversation")
+        # A count that reads the registry as the turn reaches its decision, before the turn
+        # has ended here, must not count the decision as said already.
+        assert app.engine is not None
+        info = app.engine.thread("t-sam")
+        assert info is not None
+        await app.chat.waiting.read(DecisionsRead([replace(info, status="awaiting_approval")]))
+        model.open()
+        await settle(pilot)
+        await wait_until(pilot, lambda: waiting_line(app) != "", "the decision to be counted")
+        about_sam = [text for text in iter_notices(app, "warning") if "t-sam" in text]
+        assert about_sam == [
+            "Decision waiting: Conversation t-sam (Sam) waits for a decision: ctrl+o opens it."
+        ]
+        await pilot.press("ctrl+o")
+        assert (await dialog_for(app, pilot)).request.thread_id == "t-sam"

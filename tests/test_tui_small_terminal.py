@@ -122,6 +122,31 @@ async def test_the_conversation_list_shows_rows_in_a_short_terminal(
             assert widget.display and widget.region.height >= 1, selector
 
 
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_conversation_list_fits_the_width_of_a_small_terminal(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """With the app's own thread ids (20261130-235936-6f4fe0) the list needed 105 columns:
+    at 80 the time each conversation was last updated sat behind a horizontal scrollbar.
+    Narrow, each row shows the end of its id, its customer, its first words and its time."""
+    app = make_app(tmp_path, thread_id=None, customer="Sam")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is my order ORD-002?")
+        screen_thread = app.chat.thread_id
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), "the threads")
+        await settle(pilot)
+        assert app.engine is not None
+        (info,) = app.engine.list_threads()
+        table = app.screen.query_one("#threads")
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        row = next(line for line in painted_text(app, table).splitlines() if "Sam" in line)
+        assert screen_thread[-13:] in row, row
+        assert "Where is" in row, row
+        assert info.updated_at[5:16].replace("T", " ") in row, row
+
+
 @pytest.mark.parametrize("size", [(44, 14), (60, 20)])
 async def test_a_toast_in_a_small_terminal_covers_no_row_of_the_list(
     tmp_path: Path, size: tuple[int, int]

@@ -31,6 +31,7 @@ from tests.test_tui_helpers import (
     iter_notices,
     make_app,
     notes,
+    painted_text,
     palette_command,
     replies,
     send,
@@ -575,3 +576,28 @@ async def test_typing_over_the_conversation_list_filters_it(tmp_path: Path) -> N
         await pilot.press("enter", "enter")  # the filter hands over to the list, which opens
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen) and app.chat.thread_id == "t-one"
+
+
+async def test_the_new_conversation_button_names_the_customer_it_starts_for(
+    tmp_path: Path,
+) -> None:
+    """The name box beside it has no label, and a name typed over the list filters it: a
+    person typing "Jordan" there saw no conversation, pressed ctrl+n and got one for Sam."""
+    app = make_app(tmp_path, thread_id="t-sam", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ThreadsScreen)
+        await pilot.press(*"Jordan")  # over the list: the filter
+        await pilot.pause()
+        assert "New for Sam" in painted_text(app, screen.query_one("#new"))
+        box = screen.query_one("#new-customer", Input)
+        box.focus()
+        box.value = ""
+        await pilot.pause()
+        assert "New conversation" in painted_text(app, screen.query_one("#new"))
+        await pilot.press(*"[b]Jordan")
+        await pilot.pause()
+        assert "New for [b]Jordan" in painted_text(app, screen.query_one("#new"))

@@ -29,6 +29,7 @@ from agents.facade import (
 )
 from shopbot_tui.ids import new_thread_id
 from shopbot_tui.toasts import hide_covered_toasts
+from shopbot_tui.widgets.audit_table import fit_cell
 
 # Theme colours ($name): plain yellow was 1.2:1 on the light theme's grey (theme_style).
 STATUS_MARKS: dict[str, tuple[str, str]] = {
@@ -40,11 +41,45 @@ STATUS_MARKS: dict[str, tuple[str, str]] = {
 # An idle conversation escalated to a person that no one has marked handled yet.
 ESCALATED_MARK = ("▲", "bold $text-error")
 TITLE_WIDTH = 30
+# A terminal narrower than this lays the list out for its width: the full list needs 105
+# columns of it with the app's thread ids, and at 80 Agent, Turns and Updated sat behind a
+# horizontal scrollbar. Narrow, the list leaves out Agent and Turns (the conversation shows
+# both), keeps the end of a long thread id (what tells the app's ids apart: they begin with
+# the same date and time), the date without its year, and as much of the first message as
+# the width leaves beside a scrollbar and a customer's name of 10 letters: 12 cells at 70
+# columns, 22 at 80.
+NARROW_BELOW = 115
+NARROW_THREAD_WIDTH = 14
+NARROW_LEAVES_OUT = frozenset({"agent", "turns"})
+
+
+def title_width(terminal_width: int) -> int:
+    """The first message's column, for a terminal this wide."""
+    if terminal_width >= NARROW_BELOW:
+        return TITLE_WIDTH
+    return max(10, min(TITLE_WIDTH, terminal_width - 58))
+
+
 # The list shows this many of the most recent threads; the filter searches all of them.
 SHOWN = 200
 # A terminal shorter than this (80x24 is not) compacts the dialog (threads.tcss): at 44x14 the
 # filter, the new-conversation row and the hint left the list no row, at 70x20 two.
 SHORT_BELOW = 24
+
+
+# The customer's name on the new-conversation button, at most this many cells.
+NAME_ON_BUTTON = 14
+
+
+def new_label(customer: str | None) -> Content:
+    """'New for Sam': the box beside the button holds no label, and a name typed over the
+    list goes to the filter; ctrl+n started Sam's conversation when Jordan's was meant."""
+    name = " ".join((customer or "").split())
+    if not name:
+        return Content("New conversation")
+    return Content(f"New for {visible(name)}").truncate(
+        len("New for ") + NAME_ON_BUTTON, ellipsis=True
+    )
 
 
 @dataclass(frozen=True)
@@ -133,6 +168,10 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         self._more = False
         self._found: ThreadsFound | None = None
         self._shown: list[ThreadInfo] = []
+        # Laid out for a narrow terminal (NARROW_BELOW), and the first message's width: set
+        # on mount, changed on resize.
+        self._narrow = False
+        self._title_width = TITLE_WIDTH
 
     def compose(self) -> ComposeResult:
         with Vertical(id="threads-dialog") as dialog:
@@ -154,7 +193,7 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
                     placeholder="Customer name (optional)",
                     id="new-customer",
                 )
-                yield Button(Content("New conversation"), id="new", variant="primary")
+                yield Button(new_label(self._customer), id="new", variant="primary")
             yield Static(
                 Content.assemble(
                     ("●", STATUS_MARKS["awaiting_approval"][1]),
@@ -187,16 +226,39 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
             box.insert_text_at_cursor(event.character)
 
     def on_mount(self) -> None:
-        table = self.query_one("#threads", DataTable)
-        table.add_column(Text(""), key="status", width=1)
-        table.add_column(Text("Thread"), key="thread")
-        table.add_column(Text("Customer"), key="customer")
-        table.add_column(Text("First message"), key="title", width=TITLE_WIDTH)
-        table.add_column(Text("Agent"), key="agent")
-        table.add_column(Text("Turns"), key="turns")
-        table.add_column(Text("Updated (UTC)"), key="updated")
+        self._set_layout(self.app.size.width)
+        self._add_columns()
         self.app.theme_changed_signal.subscribe(self, self._restyle)
         self._load()
+
+    def _add_columns(self) -> None:
+        table = self.query_one("#threads", DataTable)
+        narrow = self._narrow
+        table.add_column(Text(""), key="status", width=1)
+        thread_width = NARROW_THREAD_WIDTH if narrow else None
+        table.add_column(Text("Thread"), key="thread", width=thread_width)
+        table.add_column(Text("Customer"), key="customer")
+        table.add_column(Text("First message"), key="title", width=self._title_width)
+        if not narrow:
+            table.add_column(Text("Agent"), key="agent")
+            table.add_column(Text("Turns"), key="turns")
+        table.add_column(Text("Updated (UTC)"), key="updated")
+
+    def _set_layout(self, terminal_width: int) -> bool:
+        """Lay the list out for this width; whether that changed its columns."""
+        layout = (terminal_width < NARROW_BELOW, title_width(terminal_width))
+        changed = layout != (self._narrow, self._title_width)
+        self._narrow, self._title_width = layout
+        return changed
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._set_layout(event.size.width) and self.is_mounted:
+            table = self.query_one("#threads", DataTable)
+            row = table.cursor_row
+            table.clear(columns=True)
+            self._add_columns()
+            self._fill(self.query_one("#filter", Input).value)
+            table.move_cursor(row=row)
 
     def on_unmount(self) -> None:
         self.app.theme_changed_signal.unsubscribe(self)
@@ -255,19 +317,29 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
             self._shown = found.threads
         else:
             self._shown = [info for info in self._threads if info.matches(needle)]
+        narrow = self._narrow
         for info in self._shown:
             mark, style = STATUS_MARKS.get(info.status, ("", ""))
             if not mark and info.thread_id in self._escalated:
                 mark, style = ESCALATED_MARK
             current = info.thread_id == self._current
+            thread = info.thread_id
+            if narrow:
+                thread = fit_cell(thread, NARROW_THREAD_WIDTH, keep_end=True).rstrip()
+            updated = info.updated_at[:16].replace("T", " ")
+            cells = {
+                "status": Text(mark, style=theme_style(style, variables)),
+                "thread": Text(thread, style="bold" if current else ""),
+                "customer": Text(visible(info.customer or "")),
+                "title": self._title(info),
+                "agent": Text(
+                    AGENT_TITLES.get(info.active_agent, info.active_agent).removesuffix(" agent")
+                ),
+                "turns": Text(str(info.turns), justify="right"),
+                "updated": Text(updated[5:] if narrow else updated),
+            }
             table.add_row(
-                Text(mark, style=theme_style(style, variables)),
-                Text(info.thread_id, style="bold" if current else ""),
-                Text(visible(info.customer or "")),
-                self._title(info),
-                Text(AGENT_TITLES.get(info.active_agent, info.active_agent).removesuffix(" agent")),
-                Text(str(info.turns), justify="right"),
-                Text(info.updated_at[:16].replace("T", " ")),
+                *(cell for key, cell in cells.items() if not (narrow and key in NARROW_LEAVES_OUT)),
                 key=info.thread_id,
             )
         empty = self.query_one("#threads-empty", Static)
@@ -320,6 +392,10 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         info = next((t for t in self._shown if t.thread_id == thread_id), None)
         if info is not None:
             self.dismiss(ThreadChoice(info.thread_id, info.customer, is_new=False))
+
+    @on(Input.Changed, "#new-customer")
+    def _customer_typed(self, event: Input.Changed) -> None:
+        self.query_one("#new", Button).label = new_label(event.value)
 
     @on(Button.Pressed, "#new")
     @on(Input.Submitted, "#new-customer")
