@@ -223,6 +223,24 @@ def test_a_stop_signal_after_the_turn_ended_hides_nothing(
     assert [(t["thread_id"], t["status"]) for t in threads] == [("s1", "idle")]
 
 
+def test_a_failure_after_the_json_result_adds_no_second_object(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `--json` prints one object: the turn's, when it was printed before closing failed.
+    from agents.engine import ShopBotEngine
+
+    async def failing_close(self: ShopBotEngine) -> None:
+        raise RuntimeError("closing went wrong")
+
+    monkeypatch.setattr(ShopBotEngine, "aclose", failing_close)
+    code = main(["chat", "c1", "Where is ORD-002?", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    (line,) = out.splitlines()
+    assert json.loads(line)["status"] == "done"
+    assert one_line(err) == "shopbot: unexpected error (RuntimeError): closing went wrong"
+
+
 def test_ctrl_c_while_the_command_line_is_read_is_one_line(
     home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
