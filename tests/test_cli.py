@@ -241,7 +241,7 @@ def test_plain_text_output_says_how_to_decide(tmp_path: Path) -> None:
         (("audit", "--thread", "bad id!"), "--thread: Invalid thread id 'bad id!'"),
         # A mistyped thread printed nothing and exited 0, like a thread with no such event.
         (("audit", "--thread", "nobody"), "Unknown thread 'nobody'"),
-        (("frobnicate",), "invalid choice"),
+        (("frobnicate",), "unknown command 'frobnicate'; commands: chat, resume, threads, audit"),
     ],
 )
 def test_bad_usage_exits_2_with_one_line(
@@ -570,7 +570,7 @@ def assert_shown_safely(line: str) -> None:
         ("audit", "--kind", HOSTILE),
         ("audit", "--limit", HOSTILE),
         ("--offline", "--thread", HOSTILE),  # the TUI's, refused before it starts
-        (HOSTILE,),  # argparse: invalid choice, quoted with repr()
+        (HOSTILE,),  # an unknown command, quoted with repr()
         ("threads", HOSTILE),  # argparse: unrecognized arguments, quoted raw
         ("threads", f"--json={HOSTILE}"),  # argparse: ignored explicit argument
     ],
