@@ -203,10 +203,11 @@ def _threads(settings: Settings, as_json: bool) -> int:
                 print(safe_json(info.to_json()))
             else:
                 who = info.customer or "-"
+                turns = f"{info.turns} turn" if info.turns == 1 else f"{info.turns} turns"
                 print(
                     visible(
                         f"{info.thread_id}\t{info.status}\t{info.active_agent}\t{who}\t"
-                        f"{info.turns} turns\t{info.updated_at}\t{info.title}"
+                        f"{turns}\t{info.updated_at}\t{info.title}"
                     )
                 )
     return EXIT_OK

@@ -340,3 +340,13 @@ def test_the_readme_synopsis_shows_the_options_help_shows(
     in_help = set(re.findall(option, usage))
     in_readme = set(re.findall(option, readme_synopsis()[command]))
     assert in_readme == in_help
+
+
+def test_threads_counts_one_turn_as_one_turn(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It printed "1 turns".
+    assert main(["chat", "t1", "Where is ORD-002?"]) == 0
+    capsys.readouterr()
+    assert main(["threads"]) == 0
+    assert capsys.readouterr().out.split("\t")[4] == "1 turn"
