@@ -367,8 +367,12 @@ def _main(argv: Sequence[str] | None) -> int:
         # locked, read-only): both are for the person to fix, nothing was changed.
         return _fail(str(exc), EXIT_USAGE, json_out)
     except KeyboardInterrupt:
+        if json_out is not None:
+            json_out.learn_the_agent_after_a_stop()
         return _fail("interrupted", 128 + signal.SIGINT, json_out)
     except Terminated as exc:
+        if json_out is not None:
+            json_out.learn_the_agent_after_a_stop()
         return _fail(f"terminated ({exc})", 128 + exc.signum, json_out)
     except BrokenPipeError:
         raise

@@ -49,6 +49,18 @@ class JsonOutput:
             self.active_agent = info.active_agent
             self.pending = await engine.pending_approval(self.thread_id)
 
+    def learn_the_agent_after_a_stop(self) -> None:
+        """After a turn a signal cut off (the engine closed, nothing pending: the turn was
+        answering): the thread's agent as the registry keeps it."""
+        if self.thread_id is None or self.active_agent is not None:
+            return
+        from agents.facade import Settings, ThreadRegistry
+
+        # As above: the stop is what is said, whatever reading the registry runs into.
+        with contextlib.suppress(Exception), ThreadRegistry(Settings.from_env().threads_path) as r:
+            if (info := r.get(self.thread_id)) is not None:
+                self.active_agent = info.active_agent
+
     def print_failure(self, error: str) -> None:
         """The failure object, unless the run already printed its result (a failure while
         the engine closed after a finished turn must not add a second object)."""

@@ -629,9 +629,9 @@ def test_a_message_of_only_undecodable_bytes_is_refused_and_nothing_is_stored(
     tmp_path: Path, message: str
 ) -> None:
     done = run(tmp_path, "chat", "u1", message, "--offline", "--json")
-    assert done.returncode == 2
-    assert "not valid text" in one_line_error(done)
-    assert done.stdout == ""
+    refused = refused_json(done)
+    assert "not valid text" in str(refused["error"])
+    assert (refused["active_agent"], refused["pending"]) == (None, None)
     assert run(tmp_path, "threads").stdout == ""
 
 
@@ -727,7 +727,11 @@ def test_a_turn_stopped_by_a_signal_is_noted_released_and_the_thread_goes_on(
         finally:
             answer.set()
     assert chat.returncode == 128 + stop
-    assert stdout == ""
+    # `--json` still prints one object: the stop, said as on stderr.
+    stopped = json.loads(stdout)
+    assert (stopped["status"], stopped["reply"], stopped["pending"]) == ("error", None, None)
+    assert (stopped["thread_id"], stopped["active_agent"]) == ("s1", "order_agent")
+    assert stderr.strip() == f"shopbot: {stopped['error']}"
     assert "Traceback" not in stderr
     assert len(stderr.strip().splitlines()) == 1 and stderr.startswith("shopbot: ")
     fake_mistral.acknowledge_problems()  # (the answer found its reader gone)
