@@ -5,7 +5,8 @@ read-only data file or folder included); 1 the model provider failed, or anythin
 wrong inside ShopBot; 141 (128 + SIGPIPE, as for other Unix tools) when the reader of the
 output went away (`shopbot audit | head -1`); 128 + the signal when Ctrl+C, SIGTERM or SIGHUP
 stopped a turn (noted as cut off). Errors are one clear line on stderr, never a
-traceback.
+traceback; `chat --json` and `resume --json` also print one object for them on stdout
+(`cli_json.py`), so a script always has one to parse.
 
 Every line goes out through `visible_line` (stderr), `visible` or `safe_json` (stdout): what a
 person typed comes back as text, never as terminal control, and a byte the terminal's encoding
@@ -37,6 +38,7 @@ try:
         visible,
         visible_line,
     )
+    from shopbot_tui.cli_json import JsonOutput
     from shopbot_tui.cli_parser import EXIT_USAGE, build_parser
 except KeyboardInterrupt:
     # Ctrl+C while the command is still loading (its imports take a third of a second): the
@@ -75,9 +77,9 @@ def _say(message: str) -> None:
     print(f"shopbot: {visible_line(message)}", file=sys.stderr)
 
 
-def _print_result(result: TurnResult, as_json: bool) -> int:
-    if as_json:
-        print(safe_json(result.to_json()))
+def _print_result(result: TurnResult, json_out: JsonOutput | None) -> int:
+    if json_out is not None:
+        json_out.print_result(result)
     elif result.status == "awaiting_approval" and result.pending:
         pending = result.pending
         print(visible(_describe_pending(pending.kind, pending.payload)))
@@ -201,10 +203,11 @@ def _threads(settings: Settings, as_json: bool) -> int:
                 print(safe_json(info.to_json()))
             else:
                 who = info.customer or "-"
+                turns = f"{info.turns} turn" if info.turns == 1 else f"{info.turns} turns"
                 print(
                     visible(
                         f"{info.thread_id}\t{info.status}\t{info.active_agent}\t{who}\t"
-                        f"{info.turns} turns\t{info.updated_at}\t{info.title}"
+                        f"{turns}\t{info.updated_at}\t{info.title}"
                     )
                 )
     return EXIT_OK
@@ -255,7 +258,27 @@ def _thread_known(settings: Settings, thread_id: str) -> bool:
         return registry.get(thread_id) is not None
 
 
-def _dispatch(args: argparse.Namespace) -> int:
+def _json_output(args: argparse.Namespace) -> JsonOutput | None:
+    """Stdout of `chat --json` and `resume --json`: one object even when they fail."""
+    if args.command in {"chat", "resume"} and args.json:
+        return JsonOutput(args.thread_id)
+    return None
+
+
+async def _answered(
+    engine: ShopBotEngine, events: AsyncIterator[EngineEvent], json_out: JsonOutput | None
+) -> TurnResult:
+    """The turn's result; a refusal (nothing ran) first notes where the thread stands, for
+    the `--json` object that says it."""
+    try:
+        return await _turn_result(events)
+    except InputError:
+        if json_out is not None:
+            await json_out.learn_where_the_thread_stands(engine)
+        raise
+
+
+def _dispatch(args: argparse.Namespace, json_out: JsonOutput | None) -> int:
     offline = bool(args.offline or getattr(args, "chat_offline", False))
     settings = Settings.from_env(offline=offline)
     from agents.facade import configure_logging
@@ -275,10 +298,12 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         async def chat(engine: ShopBotEngine) -> int:
             code = _print_result(
-                await _turn_result(
-                    engine.run_turn(args.thread_id, args.message, customer=customer)
+                await _answered(
+                    engine,
+                    engine.run_turn(args.thread_id, args.message, customer=customer),
+                    json_out,
                 ),
-                args.json,
+                json_out,
             )
             if code == EXIT_OK and (count := undecodable_bytes(args.message)):
                 # Neither the reply nor the JSON shows what was sent: say it, not silently.
@@ -290,15 +315,17 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         async def resume(engine: ShopBotEngine) -> int:
             return _print_result(
-                await _turn_result(
+                await _answered(
+                    engine,
                     engine.resume(
                         args.thread_id,
                         args.decision,
                         asked=args.request,
                         reviewer=Reviewer.here("command line"),
-                    )
+                    ),
+                    json_out,
                 ),
-                args.json,
+                json_out,
             )
 
         return _run(settings, resume)
@@ -321,20 +348,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def _fail(message: str, code: int, json_out: JsonOutput | None) -> int:
+    """The one stderr line of a failure, and with `--json` the object saying it on stdout."""
+    _say(message)
+    if json_out is not None:
+        json_out.print_failure(visible_line(message))
+    return code
+
+
 def _main(argv: Sequence[str] | None) -> int:
+    json_out: JsonOutput | None = None
     try:
-        return _dispatch(build_parser().parse_args(argv))
+        args = build_parser().parse_args(argv)
+        json_out = _json_output(args)
+        return _dispatch(args, json_out)
     except (UsageError, InputError, StorageError) as exc:
         # InputError: a person's input; StorageError: a data file or folder (damaged,
         # locked, read-only): both are for the person to fix, nothing was changed.
-        _say(str(exc))
-        return EXIT_USAGE
+        return _fail(str(exc), EXIT_USAGE, json_out)
     except KeyboardInterrupt:
-        _say("interrupted")
-        return 128 + signal.SIGINT
+        if json_out is not None:
+            json_out.learn_the_agent_after_a_stop()
+        return _fail("interrupted", 128 + signal.SIGINT, json_out)
     except Terminated as exc:
-        _say(f"terminated ({exc})")
-        return 128 + exc.signum
+        if json_out is not None:
+            json_out.learn_the_agent_after_a_stop()
+        return _fail(f"terminated ({exc})", 128 + exc.signum, json_out)
     except BrokenPipeError:
         raise
     except Exception as exc:
@@ -342,10 +381,10 @@ def _main(argv: Sequence[str] | None) -> int:
 
         if (damage := diagnose_storage(Settings.from_env(), exc)) is not None:
             # A store damaged past its first page fails mid-query: name it, say what to do.
-            _say(str(damage))
-            return EXIT_USAGE
-        _say(f"unexpected error ({type(exc).__name__}): {redact(str(exc))}")
-        return EXIT_PROVIDER
+            return _fail(str(damage), EXIT_USAGE, json_out)
+        return _fail(
+            f"unexpected error ({type(exc).__name__}): {redact(str(exc))}", EXIT_PROVIDER, json_out
+        )
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@ A mistake in it is one line on stderr and exit code 2, never argparse's usage du
 from __future__ import annotations
 
 import argparse
+import difflib
 from datetime import datetime
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from agents.facade import MAX_AUDIT_PAGE, MAX_ERROR_CHARS, quoted, validate_thread_id, visible_line
 
@@ -23,7 +24,22 @@ class _Parser(argparse.ArgumentParser):
         message = visible_line(message)
         if len(message) > MAX_ERROR_CHARS:
             message = f"{message[:MAX_ERROR_CHARS]}…"
-        self.exit(EXIT_USAGE, f"shopbot: {message} (see `shopbot --help`)\n")
+        # A sub-command's own mistake points at its own help (`shopbot resume --help`), where
+        # its arguments are; the top-level help lists only the sub-commands.
+        self.exit(EXIT_USAGE, f"shopbot: {message} (see `{self.prog} --help`)\n")
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        # A mistyped sub-command read "argument command: invalid choice: 'chta' (choose from
+        # 'chat', ...)": argparse's words. Say it is an unknown command, and the likely one.
+        if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
+            commands = list(action.choices)
+            close = difflib.get_close_matches(str(value), commands, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise argparse.ArgumentError(
+                None,
+                f"unknown command {quoted(value)}{hint}; commands: {', '.join(commands)}",
+            )
+        super()._check_value(action, value)
 
 
 def _audit_limit(text: str) -> int:
@@ -114,17 +130,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     audit.add_argument("--kind", help="only this kind of event")
     audit.add_argument(
-        "--since", type=_moment, help="only events from this date or time on (UTC if no zone)"
+        "--since",
+        metavar="WHEN",
+        type=_moment,
+        help="only events from this date or time on (UTC if no zone)",
     )
     audit.add_argument(
-        "--until", type=_moment, help="only events before this date or time (UTC if no zone)"
+        "--until",
+        metavar="WHEN",
+        type=_moment,
+        help="only events before this date or time (UTC if no zone)",
     )
     audit.add_argument(
         "--text",
+        metavar="TEXT",
         help='only events showing every word of TEXT (key=value as printed, "a phrase")',
     )
     audit.add_argument(
-        "--limit", type=_audit_limit, default=100, help="at most this many (default 100)"
+        "--limit",
+        metavar="N",
+        type=_audit_limit,
+        default=100,
+        help="at most this many (default 100)",
     )
     audit.add_argument("--json", action="store_true", help="one JSON object per line")
     return parser

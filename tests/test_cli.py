@@ -121,6 +121,70 @@ def test_approval_flow_and_its_bad_inputs(tmp_path: Path) -> None:
     assert "no decision pending" in one_line_error(again)
 
 
+def refused_json(done: subprocess.CompletedProcess[str]) -> dict[str, object]:
+    """The object a refused `chat`/`resume --json` prints: exit 2, the stderr line as ever,
+    and that same line as the object's `error`."""
+    assert done.returncode == 2, done.stderr
+    said = one_line_error(done)
+    result = json.loads(done.stdout)
+    assert set(result) == RESULT_KEYS | {"error"}
+    assert (result["status"], result["reply"]) == ("error", None)
+    assert said == f"shopbot: {result['error']}"
+    return result
+
+
+def test_json_refusals_print_one_error_object_and_leave_the_decision_pending(
+    tmp_path: Path,
+) -> None:
+    # A script reading `--json` got an empty stdout for each of these (json.loads failed).
+    empty = refused_json(run(tmp_path, "chat", "n1", "   ", "--json"))
+    assert (empty["thread_id"], empty["active_agent"], empty["pending"]) == ("n1", None, None)
+    assert "empty" in str(empty["error"])
+    unknown = refused_json(run(tmp_path, "resume", "nobody", "approve", "--json"))
+    assert (unknown["thread_id"], unknown["active_agent"], unknown["pending"]) == (
+        "nobody",
+        None,
+        None,
+    )
+    assert "Unknown thread" in str(unknown["error"])
+
+    assert run(tmp_path, "chat", "o1", "Where is ORD-002?").returncode == 0
+    nothing = refused_json(run(tmp_path, "resume", "o1", "approve", "--json"))
+    assert (nothing["thread_id"], nothing["active_agent"], nothing["pending"]) == (
+        "o1",
+        "order_agent",
+        None,
+    )
+    assert "no decision pending" in str(nothing["error"])
+
+    ask = run(tmp_path, "chat", "r1", "Refund ORD-005, it crackles", "--customer", "Sam", "--json")
+    asked = json.loads(ask.stdout)["pending"]
+    not_an_option = refused_json(run(tmp_path, "resume", "r1", "perhaps", "--json"))
+    new_message = refused_json(run(tmp_path, "chat", "r1", "hello?", "--json"))
+    stale = refused_json(run(tmp_path, "resume", "r1", "approve", "--request", "x", "--json"))
+    for refused in (not_an_option, new_message, stale):
+        assert refused["thread_id"] == "r1" and refused["active_agent"] == "refund_agent"
+        assert refused["pending"] == asked  # shown, and still the one waiting
+    assert "not an option" in str(not_an_option["error"])
+    assert "waiting for a decision" in str(new_message["error"])
+    approved = run(tmp_path, "resume", "r1", "approve", "--json")
+    assert approved.returncode == 0 and json.loads(approved.stdout)["status"] == "done"
+
+
+def test_json_refusals_before_the_engine_opens_print_the_object_too(tmp_path: Path) -> None:
+    # A setting refused before any thread is looked at, and an id that names no thread.
+    bad_key = {"MISTRAL_API_KEY": "two words"}
+    setting = refused_json(run(tmp_path, "chat", "k1", "hi", "--json", env=bad_key))
+    assert (setting["thread_id"], setting["active_agent"], setting["pending"]) == (
+        "k1",
+        None,
+        None,
+    )
+    not_an_id = refused_json(run(tmp_path, "resume", "bad id!", "approve", "--json"))
+    assert not_an_id["thread_id"] is None
+    assert "Invalid thread id" in str(not_an_id["error"])
+
+
 def test_resume_with_the_request_named_never_decides_one_asked_anew(tmp_path: Path) -> None:
     refund = "Refund ORD-005, it crackles at any volume"
     ask = run(tmp_path, "chat", "rq", refund, "--customer", "Sam", "--json")
@@ -177,7 +241,7 @@ def test_plain_text_output_says_how_to_decide(tmp_path: Path) -> None:
         (("audit", "--thread", "bad id!"), "--thread: Invalid thread id 'bad id!'"),
         # A mistyped thread printed nothing and exited 0, like a thread with no such event.
         (("audit", "--thread", "nobody"), "Unknown thread 'nobody'"),
-        (("frobnicate",), "invalid choice"),
+        (("frobnicate",), "unknown command 'frobnicate'; commands: chat, resume, threads, audit"),
     ],
 )
 def test_bad_usage_exits_2_with_one_line(
@@ -290,8 +354,10 @@ def test_provider_down_exits_1_and_keeps_the_thread(tmp_path: Path) -> None:
     dead = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": "http://127.0.0.1:9/v1"}
     done = run(tmp_path, "chat", "p1", "Where is ORD-001?", "--json", env=dead)
     assert done.returncode == 1
-    assert json.loads(done.stdout)["status"] == "error"
+    result = json.loads(done.stdout)
+    assert result["status"] == "error"
     assert "cannot be reached" in one_line_error(done)
+    assert one_line_error(done) == f"shopbot: {result['error']}"
     threads = [json.loads(line) for line in run(tmp_path, "threads", "--json").stdout.splitlines()]
     assert threads[0]["thread_id"] == "p1" and threads[0]["status"] == "error"
     # The thread is usable afterwards, offline this time.
@@ -504,7 +570,7 @@ def assert_shown_safely(line: str) -> None:
         ("audit", "--kind", HOSTILE),
         ("audit", "--limit", HOSTILE),
         ("--offline", "--thread", HOSTILE),  # the TUI's, refused before it starts
-        (HOSTILE,),  # argparse: invalid choice, quoted with repr()
+        (HOSTILE,),  # an unknown command, quoted with repr()
         ("threads", HOSTILE),  # argparse: unrecognized arguments, quoted raw
         ("threads", f"--json={HOSTILE}"),  # argparse: ignored explicit argument
     ],
@@ -563,9 +629,9 @@ def test_a_message_of_only_undecodable_bytes_is_refused_and_nothing_is_stored(
     tmp_path: Path, message: str
 ) -> None:
     done = run(tmp_path, "chat", "u1", message, "--offline", "--json")
-    assert done.returncode == 2
-    assert "not valid text" in one_line_error(done)
-    assert done.stdout == ""
+    refused = refused_json(done)
+    assert "not valid text" in str(refused["error"])
+    assert (refused["active_agent"], refused["pending"]) == (None, None)
     assert run(tmp_path, "threads").stdout == ""
 
 
@@ -661,7 +727,11 @@ def test_a_turn_stopped_by_a_signal_is_noted_released_and_the_thread_goes_on(
         finally:
             answer.set()
     assert chat.returncode == 128 + stop
-    assert stdout == ""
+    # `--json` still prints one object: the stop, said as on stderr.
+    stopped = json.loads(stdout)
+    assert (stopped["status"], stopped["reply"], stopped["pending"]) == ("error", None, None)
+    assert (stopped["thread_id"], stopped["active_agent"]) == ("s1", "order_agent")
+    assert stderr.strip() == f"shopbot: {stopped['error']}"
     assert "Traceback" not in stderr
     assert len(stderr.strip().splitlines()) == 1 and stderr.startswith("shopbot: ")
     fake_mistral.acknowledge_problems()  # (the answer found its reader gone)

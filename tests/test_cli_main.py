@@ -8,6 +8,7 @@ import io
 import json
 import logging
 import os
+import re
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -133,7 +134,7 @@ LONG = "x" * 10_000
         (["audit", "--since", LONG], "not an ISO-8601 date or time: 'xxx"),
         (["audit", "--limit", LONG], "not a whole number: 'xxx"),
         (["threads", LONG], "unrecognized arguments: xxx"),
-        ([LONG], "invalid choice: 'xxx"),
+        ([LONG], "unknown command 'xxx"),
     ],
 )
 def test_a_huge_argument_is_echoed_cut_short_in_its_one_line(
@@ -223,6 +224,24 @@ def test_a_stop_signal_after_the_turn_ended_hides_nothing(
     assert [(t["thread_id"], t["status"]) for t in threads] == [("s1", "idle")]
 
 
+def test_a_failure_after_the_json_result_adds_no_second_object(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `--json` prints one object: the turn's, when it was printed before closing failed.
+    from agents.engine import ShopBotEngine
+
+    async def failing_close(self: ShopBotEngine) -> None:
+        raise RuntimeError("closing went wrong")
+
+    monkeypatch.setattr(ShopBotEngine, "aclose", failing_close)
+    code = main(["chat", "c1", "Where is ORD-002?", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    (line,) = out.splitlines()
+    assert json.loads(line)["status"] == "done"
+    assert one_line(err) == "shopbot: unexpected error (RuntimeError): closing went wrong"
+
+
 def test_ctrl_c_while_the_command_line_is_read_is_one_line(
     home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -255,3 +274,79 @@ def test_every_argument_says_what_it_is_in_help(
         # The help is on the same line, or on the next one when the name is long.
         following = listed[number + 1] if len(said) == 1 and number + 1 < len(listed) else ""
         assert len(said) == 2 or following.startswith(" " * 8), (line, shown)
+
+
+def refusal(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line argparse's refusal of `args` prints (it exits from the parser)."""
+    with pytest.raises(SystemExit) as refused:
+        main(args)
+    assert refused.value.code == 2
+    return one_line(capsys.readouterr().err)
+
+
+def test_a_mistyped_command_is_called_unknown_and_the_likely_one_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # It read "argument command: invalid choice: 'chta' (choose from 'chat', ...)".
+    assert refusal(["chta", "t1", "hi"], capsys) == (
+        "shopbot: unknown command 'chta' (did you mean chat?); "
+        "commands: chat, resume, threads, audit (see `shopbot --help`)"
+    )
+    assert refusal(["t1", "hi"], capsys) == (
+        "shopbot: unknown command 't1'; commands: chat, resume, threads, audit "
+        "(see `shopbot --help`)"
+    )
+
+
+def test_a_sub_commands_mistake_points_at_its_own_help(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `shopbot --help` lists only the sub-commands: THREAD and DECISION are explained in
+    # `shopbot resume --help`.
+    assert refusal(["resume"], capsys) == (
+        "shopbot: the following arguments are required: THREAD, DECISION "
+        "(see `shopbot resume --help`)"
+    )
+    assert refusal(["audit", "--limit", "x"], capsys).endswith("(see `shopbot audit --help`)")
+
+
+def readme_synopsis() -> dict[str, str]:
+    """The README's "Command line" block: each command's line(s), by sub-command ("" for
+    the TUI)."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Command line\n\n```\n", 1)[1].split("```", 1)[0]
+    lines: dict[str, str] = {}
+    command = ""
+    for line in block.splitlines():
+        if line.startswith("shopbot"):
+            words = line.split()
+            command = words[1] if len(words) > 1 and not words[1].startswith("[") else ""
+            lines[command] = line
+        else:  # a continuation line
+            lines[command] += " " + line
+    return lines
+
+
+@pytest.mark.parametrize("command", ["", "chat", "resume", "threads", "audit"])
+def test_the_readme_synopsis_shows_the_options_help_shows(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README wrote `--since WHEN`, `--text T`, `--limit N` where `--help` said SINCE, TEXT,
+    LIMIT, and left out the --offline that chat and resume take."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"] if command else ["--help"])
+    usage = capsys.readouterr().out.split("\n\n", 1)[0]
+    option = r"\[(--[a-z]+(?: [A-Z]+)?)\]"
+    in_help = set(re.findall(option, usage))
+    in_readme = set(re.findall(option, readme_synopsis()[command]))
+    assert in_readme == in_help
+
+
+def test_threads_counts_one_turn_as_one_turn(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It printed "1 turns".
+    assert main(["chat", "t1", "Where is ORD-002?"]) == 0
+    capsys.readouterr()
+    assert main(["threads"]) == 0
+    assert capsys.readouterr().out.split("\t")[4] == "1 turn"
