@@ -353,7 +353,8 @@ class ShopBotEngine:
                     f"choose one of: {', '.join(pending.options)}."
                 )
             self.threads.update(thread_id, status="answering")
-            decided = ApprovalDecided(kind=pending.kind, decision=choice)
+            by = f"{reviewer.name} ({reviewer.via})"
+            decided = ApprovalDecided(kind=pending.kind, decision=choice, by=by)
             self._note(thread_id, decided)
             yield decided
             resume: Command[Any] = Command(resume=choice)

@@ -202,6 +202,8 @@ class ApprovalDecided:
 
     kind: str
     decision: str
+    # Who answered, as the audit log names them ("dana (app)"); the conversation says it too.
+    by: str = ""
 
 
 @dataclass(frozen=True)
@@ -288,7 +290,8 @@ def note_for(event: EngineEvent) -> str | None:
     if isinstance(event, ApprovalRequested):
         return f"waiting for a human decision: {event.request.kind.replace('_', ' ')}"
     if isinstance(event, ApprovalDecided):
-        return f"decision: {event.decision.replace('_', ' ')}"
+        by = f", by {event.by}" if event.by else ""
+        return f"decision: {event.decision.replace('_', ' ')}{by}"
     if isinstance(event, RefundPaid):
         return f"refund paid: {event.order_id}, ${event.amount} (reference {event.reference})"
     if isinstance(event, Retrying):

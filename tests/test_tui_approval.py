@@ -45,6 +45,11 @@ CLI_REFUND = "I want a refund for ORD-006, the keys stick constantly"
 COMPLAINT = "This is unacceptable! My parcel is two weeks late and nobody answers my emails!!!"
 
 
+def decision_note(decision: str) -> str:
+    """The conversation's note for a decision taken in this app."""
+    return f"decision: {decision}, by {login_name()} (app)"
+
+
 def modal_text(screen: ApprovalScreen) -> str:
     return "\n".join(
         visible_text(screen.query_one(selector))
@@ -106,7 +111,7 @@ async def test_refund_opens_the_modal_and_approve_by_key(tmp_path: Path) -> None
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
-        assert "decision: approve" in notes(app)
+        assert decision_note("approve") in notes(app)
         assert "approved and processed" in replies(app)[-1]
         kinds = audit_kinds(app, "t-test")
         assert kinds.index("approval_decided") < kinds.index("refund_processed")
@@ -130,7 +135,7 @@ async def test_enter_pressed_twice_to_decide_says_nothing_of_an_empty_message(
         await dialog_after(pilot, REFUND)
         await pilot.press("a", "enter", "enter")
         await settle(pilot)
-        assert "decision: approve" in notes(app)
+        assert decision_note("approve") in notes(app)
         assert not list(iter_notices(app, "warning")), app.notices
         assert app.focused is app.chat.message_input
 
@@ -143,7 +148,7 @@ async def test_refund_reject(tmp_path: Path) -> None:
         await pilot.press("r", "enter")
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
-        assert "decision: reject" in notes(app)
+        assert decision_note("reject") in notes(app)
         kinds = audit_kinds(app, "t-test")
         assert "approval_decided" in kinds and "refund_processed" not in kinds
         assert replies(app)[-1]
@@ -171,7 +176,7 @@ async def test_complaint_review(tmp_path: Path) -> None:
         assert replies(app)[-1] == COMPLAINT_DECISIONS["provide_compensation"]
         assert "→ handed to Complaints agent" in notes(app)
         # In words, as the other notes are (it read "decision: provide_compensation").
-        assert "decision: provide compensation" in notes(app)
+        assert decision_note("provide compensation") in notes(app)
         assert "approval_decided" in audit_kinds(app, "t-test")
 
 
@@ -215,7 +220,7 @@ async def test_message_while_decision_pending_reopens_the_modal(tmp_path: Path) 
         assert isinstance(app.screen, ApprovalScreen)
         assert any("waits for this decision" in notice for notice in iter_notices(app, "warning"))
         await later_then_reopen_and_press(pilot, "e", kept="hello?")
-        assert "decision: escalate" in notes(app)
+        assert decision_note("escalate") in notes(app)
 
 
 async def test_still_pending_is_said_once_while_its_toast_shows(tmp_path: Path) -> None:
@@ -265,7 +270,7 @@ async def test_stray_keys_cannot_decide_before_the_modal_is_armed(tmp_path: Path
         assert app.screen is screen
         await pilot.press("a", "enter")
         await settle(pilot)
-        assert "decision: approve" in notes(app)
+        assert decision_note("approve") in notes(app)
         # What was typed into the modal is not lost: it waits in the message box.
         assert app.chat.query_one("#message", Input).value == "ok great"
         assert "approval_decided" in audit_kinds(app, "t-test")
@@ -316,7 +321,7 @@ async def test_enter_hard_on_an_option_key_is_the_end_of_a_typed_word(
         screen.arm()
         await pilot.press("tab", "enter")  # a button reached with Tab is a choice made
         await settle(pilot)
-        assert "decision: approve" in notes(app)
+        assert decision_note("approve") in notes(app)
 
 
 @pytest.mark.usefixtures("arming_by_hand")
@@ -365,7 +370,7 @@ async def test_decision_taken_elsewhere_is_refused_and_the_thread_reloads(tmp_pa
         await settle(pilot)
         assert any("already answered" in notice for notice in iter_notices(app, "warning"))
         assert app.chat.pending is None
-        assert "decision: reject" in notes(app)
+        assert f"decision: reject, by {login_name()} (ShopBot's engine)" in notes(app)
         assert "refund_processed" not in audit_kinds(app, "t-test")
 
 

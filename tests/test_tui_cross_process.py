@@ -23,6 +23,7 @@ from textual.widgets import DataTable, Input
 
 from agents.audit_log import AuditLog, AuditQuery
 from agents.facade import ShopBotEngine
+from agents.reviewer import login_name
 from agents.settings import Settings
 from agents.shop_data import ShopData
 from shopbot_tui import thread_opening
@@ -124,7 +125,8 @@ async def test_a_refund_approved_by_shopbot_resume_is_not_decided_again_in_the_a
         assert kinds.count("approval_decided") == kinds.count("refund_processed") == 1
         # The thread as stored: one decision, the refund and the reply the command got.
         assert transcript_on_screen(app) == stored(app)
-        assert stored(app).count(("note", "decision: approve")) == 1
+        decisions = [text for role, text in stored(app) if text.startswith("decision: ")]
+        assert decisions == [f"decision: approve, by {login_name()} (command line)"]
         assert stored(app)[-1][0] == "assistant"
 
 

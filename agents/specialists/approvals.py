@@ -182,7 +182,7 @@ def complaint_review_payload(state: SpecialistState, customer: str | None) -> di
     validated = state.get("validated") or {}
     return {
         "kind": "complaint_review",
-        "message": "High-sentiment complaint requires human review",
+        "message": "An angry or frustrated customer: a person reviews the complaint",
         "issue_summary": validated.get("issue_summary", ""),
         "sentiment": validated.get("sentiment", ""),
         "customer": customer,
