@@ -198,15 +198,22 @@ def _threads(settings: Settings, as_json: bool) -> int:
     from agents.facade import ThreadRegistry
 
     with ThreadRegistry(settings.threads_path) as registry:
+        escalated = {e.thread_id: e for e in registry.escalations()}
         for info in registry.list(limit=None):
+            escalation = escalated.get(info.thread_id)
             if as_json:
-                print(safe_json(info.to_json()))
+                shown = escalation.to_json() if escalation else None
+                if shown:
+                    del shown["thread_id"]
+                print(safe_json({**info.to_json(), "escalation": shown}))
             else:
                 who = info.customer or "-"
                 turns = f"{info.turns} turn" if info.turns == 1 else f"{info.turns} turns"
+                # Escalated and otherwise at rest: what waits on it is a person (the app's ▲).
+                status = "escalated" if escalation and info.status == "idle" else info.status
                 print(
                     visible(
-                        f"{info.thread_id}\t{info.status}\t{info.active_agent}\t{who}\t"
+                        f"{info.thread_id}\t{status}\t{info.active_agent}\t{who}\t"
                         f"{turns}\t{info.updated_at}\t{info.title}"
                     )
                 )

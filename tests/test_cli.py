@@ -886,3 +886,28 @@ def test_a_message_of_dash_with_stdin_closed_says_so(tmp_path: Path) -> None:
     assert one_line_error(done) == (
         "shopbot: MESSAGE is - but stdin is closed: give the message, or pipe it in."
     )
+
+
+def test_threads_say_which_conversations_are_escalated(tmp_path: Path) -> None:
+    run(
+        tmp_path,
+        "chat",
+        "big",
+        "Refund ORD-004 please, the monitor has dead pixels",
+        "--customer",
+        "Alex",
+    )
+    run(tmp_path, "chat", "calm", "Where is ORD-002?", "--customer", "Sam")
+    threads = {
+        t["thread_id"]: t
+        for t in map(json.loads, run(tmp_path, "threads", "--json").stdout.splitlines())
+    }
+    assert threads["calm"]["escalation"] is None
+    escalation = threads["big"]["escalation"]
+    assert escalation["reason"] == "refund above the auto-refund limit"
+    assert escalation["agent"] == "refund_agent" and escalation["since"].endswith("Z")
+    rows = {
+        line.split("\t")[0]: line.split("\t")
+        for line in run(tmp_path, "threads").stdout.splitlines()
+    }
+    assert (rows["big"][1], rows["calm"][1]) == ("escalated", "idle")

@@ -719,3 +719,16 @@ async def test_refresh_lets_the_period_end_now(aged_log: Path) -> None:
         await settle(pilot)
         assert ids(table) == [7, 6]  # 5 is 70 minutes old now
         assert screen.query_one("#audit-when", Select).value == "1h"
+
+
+async def test_open_with_no_event_listed_says_so(audit_path: Path) -> None:
+    async with ViewerHost(audit_path).run_test(size=(120, 32), notifications=True) as pilot:
+        screen, table = await opened(pilot)
+        screen.set_filters(text="zzz-not-there")
+        await settle(pilot)
+        assert ids(table) == []
+        await pilot.press("o")
+        await pilot.pause()
+        assert pilot.app.screen is screen
+        said = [notice.message for notice in pilot.app._notifications]
+        assert said == ["No event is listed: nothing to open."]

@@ -511,6 +511,8 @@ class AuditViewerScreen(Screen[str | None]):
             self.dismiss(thread_id)
         elif self._table.highlighted_event is not None:
             self.notify("This event belongs to no conversation.", severity="warning")
+        else:  # (it said nothing at all: the key seemed broken)
+            self.notify("No event is listed: nothing to open.", severity="warning")
 
     def action_focus_search(self) -> None:
         """Focus the free-text filter."""
