@@ -9,6 +9,7 @@ from typing import Any
 
 from textual.color import Color
 from textual.command import CommandList, CommandPalette
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
 from agents.facade import AuditQuery, ShopBotEngine
@@ -42,6 +43,15 @@ from tests.test_tui_helpers import (
 )
 
 
+async def thread_list(pilot: Pilot[Any]) -> ThreadsScreen:
+    """The conversation list, opened with its key."""
+    await pilot.press("ctrl+t")
+    await settle(pilot)
+    screen = pilot.app.screen
+    assert isinstance(screen, ThreadsScreen)
+    return screen
+
+
 async def test_new_thread_then_switch_back_with_history(tmp_path: Path) -> None:
     app = make_app(tmp_path, thread_id="t-one", customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
@@ -58,10 +68,7 @@ async def test_new_thread_then_switch_back_with_history(tmp_path: Path) -> None:
         await send(pilot, "Where is ORD-005?")
         assert "Bluetooth Speaker" in replies(app)[-1]
 
-        await pilot.press("ctrl+t")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ThreadsScreen)
+        screen = await thread_list(pilot)
         table = screen.query_one("#threads", DataTable)
         assert [row.value for row in table.rows] == [new_id, "t-one"]  # newest first
         assert str(table.get_row_at(1)[3]) == "Hi, where is my order ORD-002?"
@@ -218,10 +225,7 @@ async def test_new_conversation_for_another_customer_from_the_thread_list(tmp_pa
     app = make_app(tmp_path, customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("ctrl+t")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ThreadsScreen)
+        screen = await thread_list(pilot)
         assert screen.query_one("#threads-empty").display
         box = screen.query_one("#new-customer", Input)
         box.value = ""
@@ -253,10 +257,7 @@ async def test_thread_list_filter(tmp_path: Path) -> None:
         assert app.engine is not None
         for thread_id, customer in (("t-a", "Sam"), ("t-b", "Alex")):
             app.engine.threads.ensure(thread_id, customer=customer)
-        await pilot.press("ctrl+t")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ThreadsScreen)
+        screen = await thread_list(pilot)
         await pilot.press("ctrl+f", *"alex")
         table = screen.query_one("#threads", DataTable)
         assert [row.value for row in table.rows] == ["t-b"]
@@ -276,10 +277,7 @@ async def test_the_thread_list_filter_finds_threads_older_than_those_listed(
         for number in range(SHOWN + 60):
             customer = "Łukasz" if number == 5 else "Sam"
             app.engine.threads.ensure(f"t-{number:03d}", customer=customer)
-        await pilot.press("ctrl+t")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ThreadsScreen)
+        screen = await thread_list(pilot)
         table = screen.query_one("#threads", DataTable)
         assert table.row_count == SHOWN and "t-005" not in {row.value for row in table.rows}
         dialog = screen.query_one("#threads-dialog")
@@ -563,10 +561,7 @@ async def test_typing_over_the_conversation_list_filters_it(tmp_path: Path) -> N
         await pilot.press("ctrl+n")
         await settle(pilot)
         await send(pilot, "Where is ORD-005?")
-        await pilot.press("ctrl+t")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ThreadsScreen)
+        screen = await thread_list(pilot)
         table = screen.query_one("#threads", DataTable)
         assert app.focused is table and table.row_count == 2
         await pilot.press(*"002")  # no ctrl+f first: typing goes to the filter
@@ -586,10 +581,7 @@ async def test_the_new_conversation_button_names_the_customer_it_starts_for(
     app = make_app(tmp_path, thread_id="t-sam", customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("ctrl+t")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ThreadsScreen)
+        screen = await thread_list(pilot)
         await pilot.press(*"Jordan")  # over the list: the filter
         await pilot.pause()
         assert "New for Sam" in painted_text(app, screen.query_one("#new"))
