@@ -26,7 +26,7 @@ from agents.checkpoints import open_checkpoints
 from agents.context import RetryBudget, ShopContext
 from agents.decision_history import refund_decisions
 from agents.errors import DecisionPending, InputError, NothingPending
-from agents.escalation_queue import Escalation, escalation_handled_note
+from agents.escalation_queue import Escalation, mark_handled
 from agents.events import (
     AgentChanged,
     ApprovalDecided,
@@ -197,14 +197,7 @@ class ShopBotEngine:
     def close_escalation(self, thread_id: str, reviewer: Reviewer) -> Escalation | None:
         """`reviewer` handled the thread's escalation: closed, and said in the audit log with
         their name. None when it was not open (another window may have closed it)."""
-        closed = self.threads.close_escalation(validate_thread_id(thread_id))
-        if closed is not None:
-            detail = {"reason": closed.reason, "since": closed.since, **reviewer.audit_detail()}
-            self._recorder.append(
-                "escalation_closed", thread_id=thread_id, agent=closed.agent, detail=detail
-            )
-            self.threads.append_line(thread_id, "note", escalation_handled_note(reviewer))
-        return closed
+        return mark_handled(self.threads, self._recorder, validate_thread_id(thread_id), reviewer)
 
     def transcript(self, thread_id: str, limit: int | None = None) -> list[ChatLine]:
         return self.threads.lines(thread_id, limit=limit)

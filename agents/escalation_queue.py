@@ -11,11 +11,15 @@ import builtins
 import sqlite3
 import threading
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents.redaction import redact
 from agents.reviewer import Reviewer
 from agents.sqlite_store import immediate_transaction, storable_text, utc_timestamp
+
+if TYPE_CHECKING:
+    from agents.audit_writer import AuditSink
+    from agents.thread_registry import ThreadRegistry
 
 ESCALATIONS_SCHEMA = """CREATE TABLE IF NOT EXISTS escalations (
         thread_id TEXT PRIMARY KEY,
@@ -69,13 +73,27 @@ class EscalationQueue:
             return [_escalation(row) for row in rows]
 
     def close_escalation(self, thread_id: str) -> Escalation | None:
-        """A person handled it: the escalation closed, or None if it was not open (closed
-        meanwhile by another window or command)."""
+        """The escalation taken off the queue, or None if it was not open (closed meanwhile
+        by another window or command). `mark_handled` also says who, where it must."""
         with self._lock, immediate_transaction(self._conn) as conn:
             row = conn.execute(
                 "DELETE FROM escalations WHERE thread_id = ? RETURNING *", (thread_id,)
             ).fetchone()
         return _escalation(row) if row else None
+
+
+def mark_handled(
+    registry: ThreadRegistry, audit: AuditSink, thread_id: str, reviewer: Reviewer
+) -> Escalation | None:
+    """`reviewer` handled `thread_id`'s escalation: closed in `registry`,
+    said in the audit log with their name and in the conversation. None when it was not open
+    (nothing is recorded then). The app and the command line both close it here."""
+    closed = registry.close_escalation(thread_id)
+    if closed is not None:
+        detail = {"reason": closed.reason, "since": closed.since, **reviewer.audit_detail()}
+        audit.append("escalation_closed", thread_id=thread_id, agent=closed.agent, detail=detail)
+        registry.append_line(thread_id, "note", escalation_handled_note(reviewer))
+    return closed
 
 
 def escalation_handled_note(reviewer: Reviewer) -> str:

@@ -15,7 +15,7 @@ from agents.audit_log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery, norm
 from agents.audit_log import MAX_PAGE as MAX_AUDIT_PAGE
 from agents.decision_history import earlier_decision
 from agents.errors import BusyElsewhere, InputError, NothingPending
-from agents.escalation_queue import Escalation, escalation_handled_note
+from agents.escalation_queue import Escalation, escalation_handled_note, mark_handled
 from agents.events import (
     AGENT_TITLES,
     AGENTS,
@@ -118,6 +118,7 @@ __all__ = [
     "failure_text",
     "file_failure_text",
     "load_engine",
+    "mark_handled",
     "normalise_ts",
     "note_for",
     "outcome",

@@ -258,6 +258,27 @@ def _audit(settings: Settings, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _handled(settings: Settings, thread_id: str, as_json: bool) -> int:
+    """Close the thread's escalation in this person's name (no engine needed: the queue, the
+    audit log and the transcript are plain stores)."""
+    from agents.facade import AuditLog, Reviewer, ThreadRegistry, mark_handled
+
+    with ThreadRegistry(settings.threads_path) as registry, AuditLog(settings.audit_path) as log:
+        if registry.get(thread_id) is None:
+            raise UsageError(f"Unknown thread {quoted(thread_id)}: `shopbot threads` lists them.")
+        closed = mark_handled(registry, log, thread_id, Reviewer.here("command line"))
+    if closed is None:
+        raise UsageError(
+            f"Thread {quoted(thread_id)} is not escalated (or was marked handled already); "
+            "nothing changed."
+        )
+    if as_json:
+        print(safe_json(closed.to_json()))
+    else:
+        print(visible(f"{thread_id}: escalation handled ({closed.reason}, since {closed.since})"))
+    return EXIT_OK
+
+
 def _thread_known(settings: Settings, thread_id: str) -> bool:
     from agents.facade import ThreadRegistry
 
@@ -338,6 +359,8 @@ def _dispatch(args: argparse.Namespace, json_out: JsonOutput | None) -> int:
         return _run(settings, resume)
     if args.command == "threads":
         return _threads(settings, args.json)
+    if args.command == "handled":
+        return _handled(settings, args.thread_id, args.json)
     return _audit(settings, args)
 
 

@@ -120,6 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
     threads = commands.add_parser("threads", help="list conversations")
     threads.add_argument("--json", action="store_true", help="one JSON object per line")
 
+    handled = commands.add_parser(
+        "handled", help="mark a conversation's escalation handled, in your name"
+    )
+    handled.add_argument(
+        "thread_id", metavar="THREAD", type=_thread_id, help="the escalated conversation"
+    )
+    handled.add_argument("--json", action="store_true", help="print the escalation closed")
+
     audit = commands.add_parser("audit", help="read the audit log, newest first")
     audit.add_argument(
         "--thread",

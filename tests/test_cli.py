@@ -241,7 +241,10 @@ def test_plain_text_output_says_how_to_decide(tmp_path: Path) -> None:
         (("audit", "--thread", "bad id!"), "--thread: Invalid thread id 'bad id!'"),
         # A mistyped thread printed nothing and exited 0, like a thread with no such event.
         (("audit", "--thread", "nobody"), "Unknown thread 'nobody'"),
-        (("frobnicate",), "unknown command 'frobnicate'; commands: chat, resume, threads, audit"),
+        (
+            ("frobnicate",),
+            "unknown command 'frobnicate'; commands: chat, resume, threads, handled, audit",
+        ),
     ],
 )
 def test_bad_usage_exits_2_with_one_line(
@@ -911,3 +914,30 @@ def test_threads_say_which_conversations_are_escalated(tmp_path: Path) -> None:
         for line in run(tmp_path, "threads").stdout.splitlines()
     }
     assert (rows["big"][1], rows["calm"][1]) == ("escalated", "idle")
+
+
+def test_handled_closes_an_escalation_once_in_the_callers_name(tmp_path: Path) -> None:
+    over_limit = "Refund ORD-004 please, the monitor has dead pixels"
+    run(tmp_path, "chat", "big", over_limit, "--customer", "Alex")
+    run(tmp_path, "chat", "calm", "Where is ORD-002?", "--customer", "Sam")
+    done = run(tmp_path, "handled", "big", "--json")
+    assert (done.returncode, done.stderr) == (0, "")
+    closed = json.loads(done.stdout)
+    assert (closed["thread_id"], closed["reason"]) == ("big", "refund above the auto-refund limit")
+    name = login_name()
+    with ThreadRegistry(tmp_path / "threads.sqlite") as registry:
+        assert registry.escalations() == []
+        assert registry.lines("big")[-1].text == f"escalation handled by {name} (command line)"
+    events = run(tmp_path, "audit", "--kind", "escalation_closed", "--json").stdout.splitlines()
+    assert [json.loads(e)["detail"]["decided_by"] for e in events] == [name]
+    # Handled already, never escalated, unknown: exit 2, one line, nothing recorded.
+    for thread, said in [
+        ("big", "is not escalated (or was marked handled already); nothing changed."),
+        ("calm", "is not escalated (or was marked handled already); nothing changed."),
+        ("nobody", "Unknown thread 'nobody'"),
+    ]:
+        refused = run(tmp_path, "handled", thread)
+        assert refused.returncode == 2 and said in refused.stderr, refused.stderr
+        assert refused.stdout == "" and refused.stderr.count("\n") == 1
+    events = run(tmp_path, "audit", "--kind", "escalation_closed", "--json").stdout.splitlines()
+    assert len(events) == 1

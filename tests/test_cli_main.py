@@ -290,10 +290,10 @@ def test_a_mistyped_command_is_called_unknown_and_the_likely_one_named(
     # It read "argument command: invalid choice: 'chta' (choose from 'chat', ...)".
     assert refusal(["chta", "t1", "hi"], capsys) == (
         "shopbot: unknown command 'chta' (did you mean chat?); "
-        "commands: chat, resume, threads, audit (see `shopbot --help`)"
+        "commands: chat, resume, threads, handled, audit (see `shopbot --help`)"
     )
     assert refusal(["t1", "hi"], capsys) == (
-        "shopbot: unknown command 't1'; commands: chat, resume, threads, audit "
+        "shopbot: unknown command 't1'; commands: chat, resume, threads, handled, audit "
         "(see `shopbot --help`)"
     )
 
@@ -327,7 +327,7 @@ def readme_synopsis() -> dict[str, str]:
     return lines
 
 
-@pytest.mark.parametrize("command", ["", "chat", "resume", "threads", "audit"])
+@pytest.mark.parametrize("command", ["", "chat", "resume", "threads", "handled", "audit"])
 def test_the_readme_synopsis_shows_the_options_help_shows(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
