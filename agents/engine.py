@@ -190,10 +190,6 @@ class ShopBotEngine:
         """The conversations escalated to a person and not handled yet, the oldest first."""
         return self.threads.escalations()
 
-    def escalation(self, thread_id: str) -> Escalation | None:
-        """The thread's escalation, while no person has handled it."""
-        return self.threads.escalation(validate_thread_id(thread_id))
-
     def close_escalation(self, thread_id: str, reviewer: Reviewer) -> Escalation | None:
         """`reviewer` handled the thread's escalation: closed, and said in the audit log with
         their name. None when it was not open (another window may have closed it)."""

@@ -58,14 +58,6 @@ class EscalationQueue:
                 (thread_id, utc_timestamp(), agent, reason),
             )
 
-    def escalation(self, thread_id: str) -> Escalation | None:
-        """The thread's open escalation, if it has one."""
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT * FROM escalations WHERE thread_id = ?", (thread_id,)
-            ).fetchone()
-        return _escalation(row) if row else None
-
     def escalations(self) -> builtins.list[Escalation]:
         """Every open escalation, the oldest first."""
         with self._lock:

@@ -69,8 +69,10 @@ class DecisionsWaiting:
 
         async def read() -> None:
             try:
-                threads = await asyncio.to_thread(engine.waiting_for_decision)
-                escalations = await asyncio.to_thread(engine.escalations)
+                # One trip off the event loop for both reads (this runs every few seconds).
+                threads, escalations = await asyncio.to_thread(
+                    lambda: (engine.waiting_for_decision(), engine.escalations())
+                )
             except Exception:
                 # (A locked or damaged registry is said where it matters, on opening.)
                 log.exception("reading the conversations waiting for a decision failed")

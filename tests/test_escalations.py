@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.facade import Reviewer
+from agents.facade import Escalation, Reviewer, ShopBotEngine
 from agents.thread_registry import ThreadRegistry
 from tests.engine_support import audit_of, decide, kinds, open_engine, say
+
+
+def open_escalation(engine: ShopBotEngine, thread_id: str) -> Escalation | None:
+    return next((e for e in engine.escalations() if e.thread_id == thread_id), None)
+
 
 OVER_LIMIT = "Refund ORD-004 please, the monitor has dead pixels"
 ANGRY = "This is unacceptable! My parcel is two weeks late and nobody answers my emails!!!"
@@ -18,7 +23,7 @@ async def test_an_escalation_waits_for_a_person_and_closing_it_names_them(tmp_pa
         await say(engine, "calm", "Where is my order ORD-002?", "Sam")
         await say(engine, "big", OVER_LIMIT, "Alex")
         await say(engine, "typo", "Where is ORD-99X?", "Alex")  # still wrong after corrections
-        assert engine.escalation("calm") is None
+        assert open_escalation(engine, "calm") is None
         queue = engine.escalations()
         assert [(e.thread_id, e.reason) for e in queue] == [
             ("big", "refund above the auto-refund limit"),
@@ -45,10 +50,10 @@ async def test_an_escalation_waits_for_a_person_and_closing_it_names_them(tmp_pa
 async def test_escalated_again_before_it_is_handled_keeps_its_first_time(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         await say(engine, "big", OVER_LIMIT, "Alex")
-        first = engine.escalation("big")
+        first = open_escalation(engine, "big")
         assert first is not None
         await say(engine, "big", "Where is ORD-99X?", "Alex")
-        again = engine.escalation("big")
+        again = open_escalation(engine, "big")
         assert again is not None
         assert again.since == first.since
         assert again.reason == "gate still failing after corrections"
@@ -64,7 +69,7 @@ async def test_a_reviewer_escalating_a_decision_queues_it_and_other_answers_do_n
         await say(engine, "refund", "I want a refund for ORD-005, the speaker crackles", "Sam")
         await decide(engine, "refund", "reject")
         assert [e.thread_id for e in engine.escalations()] == ["angry"]
-        escalation = engine.escalation("angry")
+        escalation = open_escalation(engine, "angry")
         assert escalation is not None and "escalated by the reviewer" in escalation.reason
 
 
@@ -79,5 +84,5 @@ async def test_the_queue_outlives_the_process(tmp_path: Path) -> None:
     with ThreadRegistry(tmp_path / "threads.sqlite") as registry:
         assert registry.escalations() == []
         registry.escalate("big", agent=None, reason="key sk-abcdefghijklmnopqrstuvwxyz123456")
-        stored = registry.escalation("big")
+        stored = next(iter(registry.escalations()), None)
         assert stored is not None and "sk-abcdefghijklmnop" not in stored.reason
