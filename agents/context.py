@@ -18,6 +18,9 @@ class RetryBudget:
     """How hard to try a provider that answers 429 or 5xx."""
 
     attempts: int = 4
+    # A request that timed out (the client waits 30 s for each read) is tried once more, not
+    # as often as a refusal: a hung provider kept the person waiting two minutes in silence.
+    timeout_attempts: int = 2
     base_delay: float = 0.5
     max_delay: float = 8.0
     # A Retry-After longer than this is not waited for: the turn fails cleanly instead.

@@ -62,6 +62,9 @@ def retry_delay(exc: BaseException, attempt: int, budget: RetryBudget) -> float 
         asked = _retry_after_seconds(exc.response)
         if asked is not None:
             return asked if asked <= budget.max_retry_after else None
+    elif isinstance(exc, httpx.TimeoutException):
+        if attempt >= budget.timeout_attempts:
+            return None
     elif not isinstance(exc, httpx.TransportError | UnreadableReply):
         return None
     backoff: float = min(budget.max_delay, budget.base_delay * 2.0 ** (attempt - 1))

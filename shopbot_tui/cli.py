@@ -136,7 +136,7 @@ async def _turn_result(events: AsyncIterator[EngineEvent]) -> TurnResult:
     """How the turn ended, reported even when a stop signal lands after it ended (while the
     engine tidies up): a script told "terminated" would send a finished turn again. A
     provider retry is said on stderr as it happens when stderr is a terminal: a person
-    would otherwise wait up to two minutes in silence (a script reading a pipe gets only
+    would otherwise wait a minute or more in silence (a script reading a pipe gets only
     the one line of a failure)."""
     from agents.facade import Retrying, TurnFinished
 

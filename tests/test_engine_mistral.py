@@ -462,6 +462,9 @@ async def test_a_timeout_is_named_in_the_audit_log(
         assert turn.result.status == "error"
         errors = [e.detail for e in audit_of(engine, "to") if e.kind == "provider_error"]
         assert errors[0]["error"].startswith("ReadTimeout")
+        # Tried once more, not four times: a hung provider costs one minute, not two.
+        assert errors[0]["attempts"] == 2
+        assert [r.attempt for r in turn.of(Retrying)] == [1]
 
 
 async def test_a_key_the_model_repeats_is_kept_out_of_the_reply_and_every_store(
