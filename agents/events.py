@@ -92,7 +92,8 @@ class TurnResult:
         out: dict[str, Any] = {
             "thread_id": self.thread_id,
             "status": self.status,
-            "reply": self.reply,
+            # A failed turn that said nothing: null, as for a refusal, not an empty reply.
+            "reply": self.reply if self.reply or self.status != "error" else None,
             "active_agent": self.active_agent,
             "pending": self.pending.to_json() if self.pending else None,
         }

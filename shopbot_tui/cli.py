@@ -39,7 +39,7 @@ try:
         visible_line,
     )
     from shopbot_tui.cli_json import JsonOutput
-    from shopbot_tui.cli_parser import EXIT_USAGE, build_parser
+    from shopbot_tui.cli_parser import EXIT_USAGE, CommandLineRefused, build_parser
 except KeyboardInterrupt:
     # Ctrl+C while the command is still loading (its imports take a third of a second): the
     # same line and exit code as later, not a traceback through the import machinery. (Only
@@ -286,11 +286,58 @@ def _thread_known(settings: Settings, thread_id: str) -> bool:
         return registry.get(thread_id) is not None
 
 
+JSON_COMMANDS = frozenset({"chat", "resume"})
+
+
 def _json_output(args: argparse.Namespace) -> JsonOutput | None:
     """Stdout of `chat --json` and `resume --json`: one object even when they fail."""
-    if args.command in {"chat", "resume"} and args.json:
+    if args.command in JSON_COMMANDS and args.json:
         return JsonOutput(args.thread_id)
     return None
+
+
+def _json_output_of_refused(argv: Sequence[str] | None) -> JsonOutput | None:
+    """`chat --json` or `resume --json` on a command line the parser refused (a mistyped
+    option, a missing argument): the error object still, naming no thread, since nothing
+    on that line was understood (nor any thread read)."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    if "--json" in words and any(word in JSON_COMMANDS for word in words):
+        return JsonOutput("")
+    return None
+
+
+# The app's own options, refused beside a sub-command that would silently ignore them:
+# `shopbot --thread t1 chat t2 hi` wrote to t2.
+APP_OPTIONS_ELSEWHERE = {
+    "thread": {
+        "chat": "`shopbot chat THREAD MESSAGE` names the conversation as THREAD",
+        "resume": "`shopbot resume THREAD DECISION` names the conversation as THREAD",
+        "audit": "for one conversation's events: `shopbot audit --thread ID`",
+        "threads": "`shopbot threads` lists every conversation",
+        "handled": "`shopbot handled THREAD` names the conversation as THREAD",
+    },
+    "customer": {
+        "resume": "the customer is the one the conversation started with",
+        "audit": "`shopbot audit --text NAME` finds a customer's events",
+        "threads": "`shopbot threads` lists every conversation with its customer",
+        "handled": "the escalation is closed in your name, whoever the customer",
+    },
+}
+
+
+def _refuse_app_options(args: argparse.Namespace) -> None:
+    given = (args.customer, getattr(args, "chat_customer", None))
+    if args.command == "chat" and None not in given and given[0] != given[1]:
+        raise UsageError(
+            f"two customers: --customer {quoted(given[0])} before the command and "
+            f"{quoted(given[1])} after it; give one."
+        )
+    for option, instead in APP_OPTIONS_ELSEWHERE.items():
+        if getattr(args, option) is not None and args.command in instead:
+            raise UsageError(
+                f"--{option} before the command is the app's option, not "
+                f"`{args.command}`'s: {instead[args.command]}."
+            )
 
 
 async def _answered(
@@ -307,6 +354,7 @@ async def _answered(
 
 
 def _dispatch(args: argparse.Namespace, json_out: JsonOutput | None) -> int:
+    _refuse_app_options(args)
     offline = bool(args.offline or getattr(args, "chat_offline", False))
     settings = Settings.from_env(offline=offline)
     from agents.facade import configure_logging
@@ -389,7 +437,11 @@ def _fail(message: str, code: int, json_out: JsonOutput | None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     json_out: JsonOutput | None = None
     try:
-        args = build_parser().parse_args(argv)
+        try:
+            args = build_parser().parse_args(argv)
+        except CommandLineRefused as exc:
+            json_out = _json_output_of_refused(argv)
+            raise UsageError(str(exc)) from None
         json_out = _json_output(args)
         return _dispatch(args, json_out)
     except (UsageError, InputError, StorageError) as exc:

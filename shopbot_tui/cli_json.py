@@ -5,7 +5,8 @@ at the provider) prints its result; a message or decision refused before anythin
 empty message, an unknown thread, nothing pending, a decision not among the options, a new
 message while a decision is pending, ...) prints `status: "error"` too, with the same line
 as stderr in `error` and the thread as it stands, its pending decision still pending and
-shown. Exit codes and stderr are the same with and without `--json`.
+shown; a command line the parser refused prints it with no thread named. Exit codes and
+stderr are the same with and without `--json`.
 """
 
 from __future__ import annotations

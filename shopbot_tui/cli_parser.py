@@ -15,6 +15,10 @@ from agents.facade import MAX_AUDIT_PAGE, MAX_ERROR_CHARS, quoted, validate_thre
 EXIT_USAGE = 2
 
 
+class CommandLineRefused(Exception):
+    """The parser refused the command line (exit code 2); the message is safe to print."""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # One line, not argparse's usage dump; argparse quotes arguments raw ("unrecognized
@@ -25,8 +29,9 @@ class _Parser(argparse.ArgumentParser):
         if len(message) > MAX_ERROR_CHARS:
             message = f"{message[:MAX_ERROR_CHARS]}…"
         # A sub-command's own mistake points at its own help (`shopbot resume --help`), where
-        # its arguments are; the top-level help lists only the sub-commands.
-        self.exit(EXIT_USAGE, f"shopbot: {message} (see `{self.prog} --help`)\n")
+        # its arguments are; the top-level help lists only the sub-commands. Raised, not
+        # exited: `chat --json` prints its error object for this refusal too.
+        raise CommandLineRefused(f"{message} (see `{self.prog} --help`)")
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         # A mistyped sub-command read "argument command: invalid choice: 'chta' (choose from

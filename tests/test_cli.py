@@ -358,7 +358,7 @@ def test_provider_down_exits_1_and_keeps_the_thread(tmp_path: Path) -> None:
     done = run(tmp_path, "chat", "p1", "Where is ORD-001?", "--json", env=dead)
     assert done.returncode == 1
     result = json.loads(done.stdout)
-    assert result["status"] == "error"
+    assert (result["status"], result["reply"]) == ("error", None)  # nothing said: null, not ""
     assert "cannot be reached" in one_line_error(done)
     assert one_line_error(done) == f"shopbot: {result['error']}"
     threads = [json.loads(line) for line in run(tmp_path, "threads", "--json").stdout.splitlines()]

@@ -141,12 +141,7 @@ def test_a_huge_argument_is_echoed_cut_short_in_its_one_line(
     home: Path, capsys: pytest.CaptureFixture[str], args: list[str], expected: str
 ) -> None:
     # A 10 KB thread id, kind or date came back whole: one "line" of 10 KB.
-    code: object
-    try:
-        code = main(args)
-    except SystemExit as exc:  # argparse's own refusals exit from the parser
-        code = exc.code
-    assert code == 2
+    assert main(args) == 2
     line = one_line(capsys.readouterr().err)
     assert expected in line
     assert len(line) < 800
@@ -156,9 +151,7 @@ def test_a_huge_argument_is_echoed_cut_short_in_its_one_line(
 def test_a_huge_argument_of_control_characters_is_cut_once_made_visible(
     home: Path, capsys: pytest.CaptureFixture[str], args: list[str]
 ) -> None:
-    with pytest.raises(SystemExit) as refused:  # argparse's own refusals exit from the parser
-        main(args)
-    assert refused.value.code == 2
+    assert main(args) == 2
     line = one_line(capsys.readouterr().err)
     assert len(line) < 800 and "\u202e" not in line and "\x9b" not in line
 
@@ -277,11 +270,11 @@ def test_every_argument_says_what_it_is_in_help(
 
 
 def refusal(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    """The one line argparse's refusal of `args` prints (it exits from the parser)."""
-    with pytest.raises(SystemExit) as refused:
-        main(args)
-    assert refused.value.code == 2
-    return one_line(capsys.readouterr().err)
+    """The one line argparse's refusal of `args` prints, and nothing on stdout."""
+    assert main(args) == 2
+    said = capsys.readouterr()
+    assert said.out == ""
+    return one_line(said.err)
 
 
 def test_a_mistyped_command_is_called_unknown_and_the_likely_one_named(
@@ -308,6 +301,57 @@ def test_a_sub_commands_mistake_points_at_its_own_help(
         "(see `shopbot resume --help`)"
     )
     assert refusal(["audit", "--limit", "x"], capsys).endswith("(see `shopbot audit --help`)")
+
+
+@pytest.mark.parametrize(
+    ("args", "missing"),
+    [
+        (["chat", "t1", "hi", "--jsn", "--json"], "unrecognized arguments: --jsn"),
+        (["chat", "--json"], "the following arguments are required: THREAD, MESSAGE"),
+        (["resume", "t1", "--json"], "the following arguments are required: DECISION"),
+    ],
+)
+def test_a_refused_command_line_with_json_still_prints_one_error_object(
+    home: Path, capsys: pytest.CaptureFixture[str], args: list[str], missing: str
+) -> None:
+    # A script that asked for --json read an empty stdout when the parser refused the line.
+    assert main(args) == 2
+    said = capsys.readouterr()
+    (printed,) = [json.loads(line) for line in said.out.splitlines()]
+    assert printed["status"] == "error" and missing in printed["error"]
+    # Nothing on the line was understood: no thread is named, none was read.
+    assert (printed["thread_id"], printed["reply"], printed["pending"]) == (None, None, None)
+    assert one_line(said.err) == f"shopbot: {printed['error']}"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--thread", "t1", "chat", "t2", "hi"], "names the conversation as THREAD"),
+        (["--thread", "t1", "resume", "t2", "approve"], "names the conversation as THREAD"),
+        (["--thread", "t1", "audit"], "shopbot audit --thread ID"),
+        (["--thread", "t1", "threads"], "lists every conversation"),
+        (["--customer", "Alex", "resume", "t2", "approve"], "the customer is the one"),
+        (["--customer", "Alex", "chat", "t2", "hi", "--customer", "Sam"], "two customers"),
+    ],
+)
+def test_an_app_option_a_command_would_ignore_is_refused_and_nothing_runs(
+    home: Path, capsys: pytest.CaptureFixture[str], args: list[str], said: str
+) -> None:
+    # `shopbot --thread t1 chat t2 hi` wrote to t2, the --thread silently dropped.
+    assert main(args) == 2
+    assert said in one_line(capsys.readouterr().err)
+    assert list(home.iterdir()) == []  # refused before any store was opened
+
+
+def test_the_apps_customer_before_chat_is_the_customer(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--customer", "Alex", "--offline", "chat", "c1", "Where is ORD-001?"]) == 0
+    capsys.readouterr()
+    assert main(["threads", "--json"]) == 0
+    (listed,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (listed["thread_id"], listed["customer"]) == ("c1", "Alex")
 
 
 def readme_synopsis() -> dict[str, str]:
