@@ -88,12 +88,26 @@ def _print_result(result: TurnResult, json_out: JsonOutput | None) -> int:
         options = "|".join(pending.options)
         print(f"Decide with: shopbot resume {result.thread_id} {options}{named}")
     elif result.reply:
-        print(visible(result.reply))
+        _print_reply(result.reply)
     if result.status == "error":
         _say(result.error or "")
         # A locked or damaged store is said like one found at start; 1 is the provider's.
         return EXIT_USAGE if result.failed == "storage" else EXIT_PROVIDER
     return EXIT_OK
+
+
+def _print_reply(reply: str) -> None:
+    """The reply as Markdown on a terminal (a person read `**ORD-002**` and `- Status:`), as
+    written into a pipe or file (a script, or a person who will paste it on)."""
+    if not sys.stdout.isatty():
+        print(visible(reply))
+        return
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    # Made visible first: what the model wrote is text, never terminal control. Links show
+    # their address beside the text, never hidden behind it.
+    Console(highlight=False).print(Markdown(visible(reply), hyperlinks=False))
 
 
 def _describe_pending(kind: str, payload: dict[str, Any]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import signal
 import subprocess
 import sys
@@ -790,6 +791,47 @@ def test_provider_retries_are_told_on_a_terminal_and_never_into_a_pipe(
     for attempt, line in enumerate(lines, start=1):
         assert line.startswith("shopbot: ") and "rate" in line.lower()
         assert line.endswith(f"(attempt {attempt}).")
+
+
+def test_a_reply_reads_as_markdown_on_a_terminal_and_as_written_into_a_pipe(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
+    answer = (
+        "Found **ORD-002**:\n\n- Status: In Transit\n- Note: [bold]x[/] "
+        "[track it](http://evil.example/t) \x1b[31mred\x1b]8;;http://x\x07"
+    )
+    fake_mistral.script(text(answer))
+    piped = run(tmp_path, "chat", "md1", "Hi", env=env)
+    assert piped.returncode == 0 and "Found **ORD-002**:" in piped.stdout  # as written
+
+    fake_mistral.script(text(answer))
+    controller, terminal = pty.openpty()
+    try:
+        done = subprocess.run(
+            [str(SHOPBOT), "chat", "md2", "Hi"],
+            stdout=terminal,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environ_for(tmp_path, env),
+            timeout=120,
+            check=False,
+        )
+        os.close(terminal)
+        shown = b""
+        while chunk := _read_some(controller):
+            shown += chunk
+    finally:
+        os.close(controller)
+    assert done.returncode == 0, done.stderr
+    # Rich's own styling, then without it: what a person reads.
+    read = re.sub(r"\x1b\[[0-9;]*m", "", shown.decode())
+    assert "Found ORD-002:" in read and "**" not in read
+    assert "• Status: In Transit" in read
+    # The model's text stays text: markup literal, the link's address shown, its escape
+    # sequences made visible (no colour, no hidden OSC 8 link of its own).
+    assert "[bold]x[/]" in read and "http://evil.example/t" in read
+    assert "\x1b]8;" not in shown.decode() and "\x1b[31m" not in shown.decode()
 
 
 # Ctrl+C while `shopbot` is still loading (a third of a second, its imports): pressed, in
