@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -768,23 +769,7 @@ def test_provider_retries_are_told_on_a_terminal_and_never_into_a_pipe(
     # On a terminal: each retry says so as it happens, one line each.
     fake_mistral.fail_next(429, times=2, retry_after=0.1)
     fake_mistral.script(text(answer))
-    controller, terminal = pty.openpty()
-    try:
-        done = subprocess.run(
-            [str(SHOPBOT), "chat", "p2", "Hi"],
-            stdout=subprocess.PIPE,
-            stderr=terminal,
-            text=True,
-            env=environ_for(tmp_path, env),
-            timeout=120,
-            check=False,
-        )
-        os.close(terminal)
-        said = b""
-        while chunk := _read_some(controller):
-            said += chunk
-    finally:
-        os.close(controller)
+    done, said = run_on_a_terminal(tmp_path, "stderr", "chat", "p2", "Hi", env=env)
     assert done.returncode == 0 and answer in done.stdout
     lines = said.decode().splitlines()
     assert len(lines) == 2, lines
@@ -806,23 +791,7 @@ def test_a_reply_reads_as_markdown_on_a_terminal_and_as_written_into_a_pipe(
     assert piped.returncode == 0 and "Found **ORD-002**:" in piped.stdout  # as written
 
     fake_mistral.script(text(answer))
-    controller, terminal = pty.openpty()
-    try:
-        done = subprocess.run(
-            [str(SHOPBOT), "chat", "md2", "Hi"],
-            stdout=terminal,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=environ_for(tmp_path, env),
-            timeout=120,
-            check=False,
-        )
-        os.close(terminal)
-        shown = b""
-        while chunk := _read_some(controller):
-            shown += chunk
-    finally:
-        os.close(controller)
+    done, shown = run_on_a_terminal(tmp_path, "stdout", "chat", "md2", "Hi", env=env)
     assert done.returncode == 0, done.stderr
     # Rich's own styling, then without it: what a person reads.
     read = re.sub(r"\x1b\[[0-9;]*m", "", shown.decode())
@@ -866,6 +835,32 @@ def test_ctrl_c_while_the_command_loads_is_one_line_not_a_traceback(
     )
     assert done.stderr == "shopbot: interrupted\n"
     assert done.returncode == 128 + signal.SIGINT and done.stdout == ""
+
+
+def run_on_a_terminal(
+    home: Path, stream: str, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], bytes]:
+    """`shopbot args` with `stream` ("stdout" or "stderr") a terminal, the other a pipe; what
+    the terminal showed."""
+    controller, terminal = pty.openpty()
+    piped: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    piped[stream] = terminal
+    try:
+        done = subprocess.run(
+            [str(SHOPBOT), *args],
+            **piped,
+            text=True,
+            env=environ_for(home, env),
+            timeout=120,
+            check=False,
+        )
+        os.close(terminal)
+        shown = b""
+        while chunk := _read_some(controller):
+            shown += chunk
+    finally:
+        os.close(controller)
+    return done, shown
 
 
 def _read_some(fd: int) -> bytes:
