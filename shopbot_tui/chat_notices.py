@@ -245,7 +245,9 @@ def escalation_line(escalation: Escalation) -> str:
     """'Conversation t-7 escalated by the Refund agent: refund above the auto-refund limit.'"""
     agent = escalation.agent
     by = f" by the {AGENT_TITLES.get(agent, agent)}" if agent else ""
-    reason = " ".join(visible(escalation.reason).split())
+    reason = " ".join(visible(escalation.reason).split()).rstrip(".")
     if len(reason) > ESCALATION_REASON_WIDTH:
-        reason = reason[: ESCALATION_REASON_WIDTH - 1] + "…"
-    return f"Conversation {escalation.thread_id} escalated{by}: {reason}."
+        reason = reason[: ESCALATION_REASON_WIDTH - 1].rstrip() + "…"
+    else:
+        reason += "."
+    return f"Conversation {escalation.thread_id} escalated{by}: {reason}"

@@ -12,7 +12,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
-from agents.facade import AuditQuery, Reviewer, ShopBotEngine
+from agents.facade import AuditQuery, Escalation, Reviewer, ShopBotEngine
 from agents.offline.demo_model import OfflineDemoModel
 from agents.reviewer import login_name
 from agents.settings import Settings
@@ -288,3 +288,30 @@ async def test_escalations_open_at_start_are_said_in_one_notification(tmp_path: 
             "marked ▲ in ctrl+t."
         ]
         assert app.bells == 0
+
+
+async def test_several_escalations_new_in_one_read_are_one_notification(tmp_path: Path) -> None:
+    app = make_app(tmp_path, thread_id="t-quiet", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert escalation_notices(app) == []
+        # As a read finds them after two `shopbot chat` runs between two of its turns.
+        since = "2026-12-01T09:30:00.000Z"
+        both = [
+            Escalation("t-a", since, "refund_agent", "refund above the auto-refund limit"),
+            Escalation("t-b", since, None, "order id still wrong after 2 corrections"),
+        ]
+        await app.chat.waiting.read(DecisionsRead([], escalations=both))
+        assert escalation_notices(app) == [
+            "Escalated to a person: 2 conversations were escalated: marked ▲ in ctrl+t."
+        ]
+        assert app.bells == 1
+
+        # One more, with no agent and a long reason that looks like markup: said as text, cut.
+        odd = Escalation("t-c", since, None, "[b]not bold[/b] " * 8)
+        await app.chat.waiting.read(DecisionsRead([], escalations=[*both, odd]))
+        assert escalation_notices(app)[1:] == [
+            "Escalated to a person: Conversation t-c escalated: "
+            "[b]not bold[/b] [b]not bold[/b] [b]not bold[/b] [b]not bold…"
+        ]
+        assert app.bells == 2
