@@ -10,13 +10,13 @@ from math import inf
 from time import monotonic
 from typing import TYPE_CHECKING
 
-from agents.facade import redact, retry_notice
+from agents.facade import AGENT_TITLES, redact, retry_notice, visible
 from shopbot_tui.toasts import withdraw_toasts
 
 if TYPE_CHECKING:
     from textual.widget import Widget
 
-    from agents.facade import ThreadInfo, TurnResult
+    from agents.facade import Escalation, ThreadInfo, TurnResult
     from shopbot_tui.messages import ChatExported, ProviderRetrying, TurnProblem
 
 # A palette command that needs the engine, chosen before it is up (its key is off till then).
@@ -64,6 +64,9 @@ NOTHING_LEFT_TO_STOP = (
     "nothing left to stop."
 )
 RETRYING_TITLE = "Model provider failed, retrying"
+ESCALATED_TITLE = "Escalated to a person"
+# An escalation's reason in its notification, at most this many characters: one short line.
+ESCALATION_REASON_WIDTH = 60
 
 
 class ChatNotices:
@@ -104,6 +107,26 @@ class ChatNotices:
         if here:
             text += " This one does: ctrl+r opens it."
         self._screen.notify(text)
+
+    def escalated(self, escalations: list[Escalation], *, at_start: bool) -> None:
+        """Other conversations were escalated to a person: a new one named, with the bell
+        (a person may be looking elsewhere, and a customer was promised a colleague); those
+        open already when the app started, said once, with no bell (nothing just happened)."""
+        if at_start:
+            count = len(escalations)
+            which = (
+                f"Conversation {escalations[0].thread_id} is"
+                if count == 1
+                else f"{count} conversations are"
+            )
+            text = f"{which} escalated and waiting for a person: marked ▲ in ctrl+t."
+        elif len(escalations) == 1:
+            text = escalation_line(escalations[0])
+        else:
+            text = f"{len(escalations)} conversations were escalated: marked ▲ in ctrl+t."
+        self._screen.notify(text, title=ESCALATED_TITLE, severity="warning", markup=False)
+        if not at_start:
+            self._screen.app.bell()
 
     def not_escalated(self) -> None:
         self._screen.notify("This conversation is not escalated: nothing to mark handled.")
@@ -216,3 +239,15 @@ class ChatNotices:
             self._screen.notify(message.error, title="Export", severity="warning", markup=False)
         else:
             self._screen.notify(f"Saved to {message.path}", title="Chat exported", markup=False)
+
+
+def escalation_line(escalation: Escalation) -> str:
+    """'Conversation t-7 escalated by the Refund agent: refund above the auto-refund limit.'"""
+    agent = escalation.agent
+    by = f" by the {AGENT_TITLES.get(agent, agent)}" if agent else ""
+    reason = " ".join(visible(escalation.reason).split()).rstrip(".")
+    if len(reason) > ESCALATION_REASON_WIDTH:
+        reason = reason[: ESCALATION_REASON_WIDTH - 1].rstrip() + "…"
+    else:
+        reason += "."
+    return f"Conversation {escalation.thread_id} escalated{by}: {reason}"

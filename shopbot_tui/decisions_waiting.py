@@ -1,7 +1,7 @@
 """What waits for a person: the decisions other conversations wait for (counted in the side
 panel, opened one after another with ctrl+o, the one left alone longest first) and the
 conversations escalated to a person and not handled yet (the open one's said in the panel,
-with ctrl+g to mark it handled; the others counted).
+with ctrl+g to mark it handled; the others counted, and each new one said once with the bell).
 
 A person deciding refunds must not lose one from sight: a decision is asked in whichever
 conversation reached it (another window, `shopbot chat`, one left with "decide later"), and
@@ -51,6 +51,10 @@ class DecisionsWaiting:
         self.elsewhere: list[ThreadInfo] = []
         # Every conversation seen waiting (the open one too): a toast says only new ones.
         self._seen: set[str] = set()
+        # The open escalations as last read, by (thread, since): a conversation closed and
+        # escalated again has a new `since`, and is new again. None before the first read,
+        # which finds those already open when the app starts.
+        self._escalations_seen: set[tuple[str, str]] | None = None
         self._timer: Timer | None = None
 
     def start(self) -> None:
@@ -104,6 +108,7 @@ class DecisionsWaiting:
         chat.escalation = here[0] if here else None
         chat.panel.show_escalations(chat.escalation, others=len(message.escalations) - len(here))
         chat.sync_bindings()
+        self._say_new_escalations(message.escalations)
         new = [info for info in self.elsewhere if info.thread_id not in self._seen]
         # Not a thread still answering here: the registry may show the decision it is
         # leaving, or the one it reaches before its turn has ended; it is said once it has.
@@ -119,3 +124,18 @@ class DecisionsWaiting:
         await chat.open_thread(first.thread_id, first.customer)
         self.elsewhere = self.elsewhere[1:]
         chat.panel.show_waiting(len(self.elsewhere))
+
+    def _say_new_escalations(self, escalations: list[Escalation]) -> None:
+        """Say the escalations of other conversations not seen open before: once each, not
+        at every read; those open at start-up in one notification. The open conversation's
+        is in its chat and its panel already: seen, and never said in a toast."""
+        seen = self._escalations_seen
+        self._escalations_seen = {(e.thread_id, e.since) for e in escalations}
+        open_thread = self._chat.thread_id
+        new = [
+            e
+            for e in escalations
+            if e.thread_id != open_thread and (seen is None or (e.thread_id, e.since) not in seen)
+        ]
+        if new:
+            self._chat.notices.escalated(new, at_start=seen is None)

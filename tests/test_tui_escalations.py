@@ -1,21 +1,27 @@
 """An escalated conversation waits for a person in the app: the side panel says so (and
-counts the others), the conversation list marks them, and ctrl+g marks one handled under the
-person's name, in the conversation and the audit log."""
+counts the others), the conversation list marks them, a new one elsewhere is said once with
+the bell, and ctrl+g marks one handled under the person's name, in the conversation and the
+audit log."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
+import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
-from agents.facade import AuditQuery, Reviewer, ShopBotEngine
+from agents.facade import AuditQuery, Escalation, Reviewer, ShopBotEngine
 from agents.offline.demo_model import OfflineDemoModel
 from agents.reviewer import login_name
 from agents.settings import Settings
+from shopbot_tui import decisions_waiting
+from shopbot_tui.decisions_waiting import DecisionsRead
 from shopbot_tui.screens.threads import ThreadsScreen
 from tests.test_tui_helpers import (
     SIZE,
+    GatedModel,
     RecordingApp,
     frame_text,
     instant_approval,  # noqa: F401 - autouse fixture
@@ -26,9 +32,15 @@ from tests.test_tui_helpers import (
     send,
     settle,
     visible_text,
+    wait_until,
 )
 
 OVER_LIMIT = "Refund ORD-004 please, the monitor has dead pixels"
+ESCALATED = "Escalated to a person: "
+NEW_T_CLI = (
+    "Escalated to a person: Conversation t-cli escalated by the Refund agent: refund above the "
+    "auto-refund limit."
+)
 
 
 def escalated_line(app: RecordingApp) -> str:
@@ -45,6 +57,45 @@ async def escalate_elsewhere(home: Path, thread_id: str) -> None:
     settings = Settings(home=home, force_offline=True)
     async with ShopBotEngine(settings, model=OfflineDemoModel()) as engine:
         await engine.send(thread_id, OVER_LIMIT, customer="Alex")
+
+
+async def handled_elsewhere(home: Path, thread_id: str) -> None:
+    """Another front (`shopbot handled`) marks a conversation's escalation handled."""
+    settings = Settings(home=home, force_offline=True)
+    async with ShopBotEngine(settings, model=OfflineDemoModel()) as engine:
+        closed = await asyncio.to_thread(
+            engine.close_escalation, thread_id, Reviewer("dana", "cli")
+        )
+        assert closed is not None
+
+
+def escalation_notices(app: RecordingApp) -> list[str]:
+    return [text for text in iter_notices(app, "warning") if text.startswith(ESCALATED)]
+
+
+class ReadCounter:
+    """Counts the side panel's reads of the registry, to wait for the next periodic ones."""
+
+    def __init__(self, app: RecordingApp, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        waiting = app.chat.waiting
+        read = waiting.read
+
+        async def counted(message: DecisionsRead) -> None:
+            await read(message)
+            self.count += 1
+
+        monkeypatch.setattr(waiting, "read", counted)
+
+    async def more(self, pilot: Pilot[int], reads: int = 2) -> None:
+        until = self.count + reads
+        await wait_until(pilot, lambda: self.count >= until, f"{reads} more reads")
+
+
+@pytest.fixture
+def quick_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry is read again every 0.2 s rather than every few seconds."""
+    monkeypatch.setattr(decisions_waiting, "LOOK_EVERY_SECONDS", 0.2)
 
 
 async def test_an_escalation_is_shown_until_a_person_marks_it_handled(tmp_path: Path) -> None:
@@ -85,6 +136,11 @@ async def test_other_escalated_conversations_are_counted_and_marked_in_the_list(
     app = make_app(tmp_path, thread_id="t-quiet", customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        assert escalation_notices(app) == [
+            "Escalated to a person: 2 conversations are escalated and waiting for a person: "
+            "marked ▲ in ctrl+t."
+        ]
+        assert app.bells == 0
         await send(pilot, "Where is my order ORD-002?")
         await settle(pilot)
         assert escalated_line(app) == "2 conversations escalated · marked ▲ in ctrl+t"
@@ -144,3 +200,118 @@ async def test_an_escalation_handled_in_another_window_is_not_closed_twice(
         )
         assert [e.detail["decided_by"] for e in closed_events] == ["dana"]
         assert escalated_line(app) == ""
+
+
+@pytest.mark.usefixtures("quick_reads")
+async def test_an_escalation_by_another_process_is_said_once_with_the_bell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = make_app(tmp_path, thread_id="t-quiet", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        reads = ReadCounter(app, monkeypatch)
+        await reads.more(pilot)
+        assert escalation_notices(app) == [] and app.bells == 0
+
+        await escalate_elsewhere(tmp_path, "t-cli")
+        await wait_until(pilot, lambda: escalated_line(app) != "", "the registry read again")
+        assert escalation_notices(app) == [NEW_T_CLI]
+        assert app.bells == 1
+        # The next periodic reads find it again: nothing more is said.
+        await reads.more(pilot)
+        assert escalation_notices(app) == [NEW_T_CLI]
+        assert app.bells == 1
+
+        # Marked handled (`shopbot handled`), then escalated again: new, and said again.
+        await handled_elsewhere(tmp_path, "t-cli")
+        await wait_until(pilot, lambda: escalated_line(app) == "", "the escalation to go")
+        await escalate_elsewhere(tmp_path, "t-cli")
+        await wait_until(pilot, lambda: escalated_line(app) != "", "the registry read again")
+        assert escalation_notices(app) == [NEW_T_CLI, NEW_T_CLI]
+        assert app.bells == 2
+
+
+@pytest.mark.usefixtures("quick_reads")
+async def test_the_open_conversations_own_escalation_is_not_a_notification(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chat and the panel say it: a toast would say it twice; nor once it is left."""
+    app = make_app(tmp_path, thread_id="t-big", customer="Alex")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        reads = ReadCounter(app, monkeypatch)
+        await send(pilot, OVER_LIMIT)
+        await reads.more(pilot)
+        assert escalated_line(app).startswith("Escalated to a person: refund above")
+        assert escalation_notices(app) == [] and app.bells == 0
+
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: app.chat.thread_id != "t-big", "a new conversation")
+        await reads.more(pilot)
+        assert escalated_line(app) == "1 conversation escalated · marked ▲ in ctrl+t"
+        assert escalation_notices(app) == [] and app.bells == 0
+
+
+async def test_an_escalation_reached_after_leaving_its_conversation_is_said(
+    tmp_path: Path,
+) -> None:
+    """A turn of this app, left answering in the background, escalates: the person is on
+    another conversation and saw nothing of it in the chat."""
+    model = GatedModel()
+    app = make_app(tmp_path, thread_id="t-big", customer="Alex", model=model)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, OVER_LIMIT, wait=False)
+        await wait_until(pilot, model.held.is_set, "the turn to be under way")
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: app.chat.thread_id != "t-big", "a new conversation")
+        model.open()
+        await settle(pilot)
+        await wait_until(pilot, lambda: escalated_line(app) != "", "the escalation counted")
+        assert escalation_notices(app) == [
+            "Escalated to a person: Conversation t-big escalated by the Refund agent: refund "
+            "above the auto-refund limit."
+        ]
+        assert app.bells == 1
+
+
+async def test_escalations_open_at_start_are_said_in_one_notification(tmp_path: Path) -> None:
+    await escalate_elsewhere(tmp_path, "t-one")
+    await escalate_elsewhere(tmp_path, "t-two")
+    app = make_app(tmp_path, thread_id="t-one", customer="Alex")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        # The open one is in the panel (and the chat): only the other is said, and no bell,
+        # as nothing happened just now.
+        assert escalation_notices(app) == [
+            "Escalated to a person: Conversation t-two is escalated and waiting for a person: "
+            "marked ▲ in ctrl+t."
+        ]
+        assert app.bells == 0
+
+
+async def test_several_escalations_new_in_one_read_are_one_notification(tmp_path: Path) -> None:
+    app = make_app(tmp_path, thread_id="t-quiet", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert escalation_notices(app) == []
+        # As a read finds them after two `shopbot chat` runs between two of its turns.
+        since = "2026-12-01T09:30:00.000Z"
+        both = [
+            Escalation("t-a", since, "refund_agent", "refund above the auto-refund limit"),
+            Escalation("t-b", since, None, "order id still wrong after 2 corrections"),
+        ]
+        await app.chat.waiting.read(DecisionsRead([], escalations=both))
+        assert escalation_notices(app) == [
+            "Escalated to a person: 2 conversations were escalated: marked ▲ in ctrl+t."
+        ]
+        assert app.bells == 1
+
+        # One more, with no agent and a long reason that looks like markup: said as text, cut.
+        odd = Escalation("t-c", since, None, "[b]not bold[/b] " * 8)
+        await app.chat.waiting.read(DecisionsRead([], escalations=[*both, odd]))
+        assert escalation_notices(app)[1:] == [
+            "Escalated to a person: Conversation t-c escalated: "
+            "[b]not bold[/b] [b]not bold[/b] [b]not bold[/b] [b]not bold…"
+        ]
+        assert app.bells == 2

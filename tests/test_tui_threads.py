@@ -10,7 +10,7 @@ from typing import Any
 from textual.color import Color
 from textual.command import CommandList, CommandPalette
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input
+from textual.widgets import Button, DataTable, Input
 
 from agents.facade import AuditQuery, ShopBotEngine
 from agents.offline.demo_model import OfflineDemoModel
@@ -593,3 +593,45 @@ async def test_the_new_conversation_button_names_the_customer_it_starts_for(
         await pilot.press(*"[b]Jordan")
         await pilot.pause()
         assert "New for [b]Jordan" in painted_text(app, screen.query_one("#new"))
+
+
+async def test_typing_while_the_new_button_has_the_focus_filters_the_list(
+    tmp_path: Path,
+) -> None:
+    """Tabbed to "New for Sam", a person types to find a conversation: the letters went
+    nowhere. They go to the filter now, and the button's keys and the list's still work."""
+    app = make_app(tmp_path, thread_id="t-one", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?")
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        await send(pilot, "Where is ORD-005?")
+        screen = await thread_list(pilot)
+        table = screen.query_one("#threads", DataTable)
+        button = screen.query_one("#new", Button)
+        await pilot.press("tab", "tab")  # past the customer's name, to the button
+        assert app.focused is button and table.row_count == 2
+        await pilot.press(*"002")
+        await pilot.pause()
+        box = screen.query_one("#filter", Input)
+        assert app.focused is box and box.value == "002"
+        assert [row.value for row in table.rows] == ["t-one"]
+
+        # A printable key with an action (here through a keymap) keeps it.
+        app.set_keymap({"threads.close": "escape,q"})
+        button.focus()
+        await pilot.press("q")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen)
+        assert box.value == "002"
+
+        # And enter on the button still starts a conversation, for the customer it names.
+        app.set_keymap({})
+        before = app.chat.thread_id
+        screen = await thread_list(pilot)
+        screen.query_one("#new", Button).focus()
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen)
+        assert app.chat.thread_id not in (before, "t-one") and app.chat.customer == "Sam"

@@ -215,15 +215,22 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         hide_covered_toasts(self)
 
     def on_key(self, event: events.Key) -> None:
-        """Typing over the list filters it: a letter used to do nothing there, and the next
-        Enter opened whatever row the cursor was on."""
-        table = self.query_one("#threads", DataTable)
-        if self.focused is table and event.is_printable and event.character:
-            event.stop()
-            event.prevent_default()
-            box = self.query_one("#filter", Input)
-            box.focus()
-            box.insert_text_at_cursor(event.character)
+        """Typing over the list or the New button filters the list: a letter used to do
+        nothing there, and the next Enter opened whatever row the cursor was on, or started
+        a conversation. (The boxes take their letters before this.)"""
+        if not (event.is_printable and event.character):
+            return
+        if not isinstance(self.focused, DataTable | Button):
+            return
+        # Bindings run after this handler (Textual checks them once the key has bubbled up
+        # unhandled): a key bound here, on the focused widget or on the app keeps its action.
+        if event.key in self.active_bindings:
+            return
+        event.stop()
+        event.prevent_default()
+        box = self.query_one("#filter", Input)
+        box.focus()
+        box.insert_text_at_cursor(event.character)
 
     def on_mount(self) -> None:
         self._set_layout(self.app.size.width)
