@@ -410,10 +410,11 @@ async def test_every_option_shows_in_a_small_terminal(
 
 async def test_only_the_details_scroll_never_the_options(tmp_path: Path) -> None:
     """A scrollbar ran down the dialog's right edge, across the buttons and the hint."""
-    app = make_app(tmp_path, customer="Alex")
+    app = make_app(tmp_path, customer="Sam")
     async with app.run_test(size=(70, 20)) as pilot:
         await settle(pilot)
-        screen = await dialog_after(pilot, "This is unacceptable! My parcel is two weeks late!!!")
+        # (A complaint's dialog fits 70x20 since the short layout: a refund's four checks not.)
+        screen = await dialog_after(pilot, REFUND)
         await pilot.pause()
         scrolling = [w for w in screen.query("*") if w.is_scrollable and w.show_vertical_scrollbar]
         assert len(scrolling) == 1, scrolling  # short terminal: something scrolls here
@@ -425,6 +426,85 @@ async def test_only_the_details_scroll_never_the_options(tmp_path: Path) -> None
         assert dialog.contains_region(footer), (dialog, footer)
         # What scrolls is the details, and all of them: the options are outside it.
         assert scrolling[0].id == "approval-body"
+
+
+def check_lines(screen: ApprovalScreen) -> list[str]:
+    """The dialog's checks, one a line as it words them (spaces evened out)."""
+    return [" ".join(line.split()) for line in screen._gates_content().plain.splitlines()]
+
+
+def details_shown(app: RecordingApp, screen: ApprovalScreen) -> str:
+    """The details as the terminal shows them now, scrolled out of view or not there at all,
+    their lines joined by a space (a check wrapped in two reads as one line)."""
+    region = screen.query_one("#approval-body", VerticalScroll).scrollable_content_region
+    strips = app.screen._compositor.render_strips()[region.y : region.bottom]
+    return " ".join(" ".join(strip.crop(region.x, region.right).text.split()) for strip in strips)
+
+
+def assert_options_whole(app: RecordingApp, screen: ApprovalScreen) -> None:
+    """Every option's button is on screen, label and all, in the dialog, below the details."""
+    dialog = screen.query_one("#approval-dialog").region
+    body = screen.query_one("#approval-body").region
+    for option in screen.request.options:
+        button = screen.query_one(f"#option-{option}", Button)
+        assert dialog.contains_region(button.region), (option, button.region)
+        assert not button.region.overlaps(body), (option, button.region, body)
+        assert screen._button_label(option).plain in painted_text(app, button), option
+
+
+async def test_every_check_shows_above_the_options_at_80x24(tmp_path: Path) -> None:
+    """At 80x24 only the first of a refund's four checks showed above the options, the rest
+    scrolled out of view: a short terminal's dialog spends no rows on blank space."""
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await dialog_after(pilot, REFUND)
+        await pilot.pause()
+        checks = check_lines(screen)
+        assert len(checks) == 4, checks
+        shown = details_shown(app, screen)
+        for expected in [
+            *checks,
+            "Refund of ORD-005 for $59.50",
+            "Bluetooth Speaker",
+            "the speaker crackles at any volume",
+        ]:
+            assert expected in shown, (expected, shown)
+        assert screen.query_one("#approval-body", VerticalScroll).max_scroll_y == 0
+        assert_options_whole(app, screen)
+        await pilot.press("e", "enter")
+        await settle(pilot)
+        assert decision_note("escalate") in notes(app)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (70, 20)])
+async def test_every_check_is_reached_with_the_arrow_keys_and_the_options_stay(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """When the details do not fit (a refund asked again says what was decided before; 70x20
+    has less room), the down arrow scrolls them to every check, under the options' row."""
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await dialog_after(pilot, REFUND)
+        await pilot.press("r", "enter")
+        await settle(pilot)
+        screen = await dialog_after(pilot, REFUND)
+        await pilot.pause()
+        checks = check_lines(screen)
+        seen: set[str] = set()
+        for _ in range(20):
+            shown = details_shown(app, screen)
+            seen.update(check for check in checks if check in shown)
+            assert_options_whole(app, screen)
+            if seen == set(checks):
+                break
+            await pilot.press("down")
+            await pilot.pause()
+        assert seen == set(checks), (checks, seen)
+        await pilot.press("a", "enter")
+        await settle(pilot)
+        assert decision_note("approve") in notes(app)
 
 
 async def test_a_decision_the_command_line_asked_for_opens_when_a_message_is_refused(

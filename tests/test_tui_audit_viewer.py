@@ -617,6 +617,38 @@ async def test_a_cut_thread_id_keeps_its_end_in_the_filter_as_in_the_table(
         assert "2b692c" in listed and "77aa01" in listed, listed
 
 
+@pytest.mark.parametrize(
+    ("size", "short"),
+    [((70, 20), True), ((80, 24), True), ((90, 24), False), ((120, 32), False)],
+    ids=["70x20", "80x24", "90x24", "120x32"],
+)
+async def test_every_agent_reads_whole_at_any_width(
+    audit_path: Path, size: tuple[int, int], short: bool
+) -> None:
+    """At 80 columns the Agent column was 8 wide: "refund_…", "complai…". Narrow, every agent
+    goes by its short name, whole, and times by the minute; the detail pane has it all."""
+    async with ViewerHost(audit_path).run_test(size=size) as pilot:
+        screen, table = await opened(pilot)
+        lines = painted(pilot, "#audit-table").splitlines()
+        header = lines[0]
+        columns = {name: header.index(name) for name in ("Time", "Agent", "Kind")}
+        rows = [line for line in lines[1:] if line.strip()][: len(table.events)]
+        assert len(rows) >= 8, lines  # refund, order and complaints agents among them
+        shown = [row[columns["Agent"] : columns["Kind"]].strip() for row in rows]
+        agents = [event.agent or "—" for event in table.events[: len(rows)]]
+        if short:
+            assert shown == [agent.removesuffix("_agent") for agent in agents], shown
+            assert {"order", "refund", "complaints"} <= set(shown)
+            assert rows[0][: columns["Time"] + 12].split() == ["06-10", "09:06"], rows[0]
+        else:
+            assert shown == agents, shown
+            assert rows[0].split()[:2] == ["06-10", "09:06:47"], rows[0]
+        for row in rows:
+            assert "…" not in row[: columns["Kind"]], row  # time, thread and agent whole
+        text = await detail_of(pilot, screen, 12)
+        assert "refund_agent" in text and "2025-06-10T09:06:47" in text, text
+
+
 class MovableClock:
     """What "now" is for the viewer's time filter; tests move it."""
 

@@ -18,7 +18,9 @@ from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.audit_viewer import AuditViewerScreen
 from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.screens.threads import ThreadsScreen
+from shopbot_tui.widgets.conversation import AssistantReply
 from tests.test_tui_helpers import (
+    GatedModel,
     frame_text,
     instant_approval,  # noqa: F401 - autouse fixture
     make_app,
@@ -184,7 +186,8 @@ async def test_the_keys_panel_shows_shopbots_keys_and_leaves_the_chat_its_width(
         await wait_until(pilot, lambda: bool(app.chat.query(HelpPanel)), "the keys panel")
         await pilot.pause()
         shown = painted_text(app, app.chat.query_one(HelpPanel))
-        for key in ("Send", "Copy reply", "Export", "Stop reply", "Side panel", "Scroll up"):
+        # ("Stop reply" is listed while a reply is written: nothing runs now.)
+        for key in ("Send", "Copy reply", "Export", "Side panel", "Scroll up"):
             assert key in shown, (key, shown)
         assert "Delete character left" not in shown, shown
         # Each key's tooltip reads on from its name, shown beside it: not "New New conversation".
@@ -215,3 +218,65 @@ async def test_the_message_boxs_editing_keys_still_work(tmp_path: Path) -> None:
         assert box.value == "here is my"
         await pilot.press("ctrl+u")
         assert box.value == ""
+
+
+def writing(app: ShopBotApp) -> bool:
+    """A reply is on screen, unfinished."""
+    written = app.chat.query(AssistantReply)
+    return bool(written) and bool(written.last().source) and not written.last().complete
+
+
+CHAT_KEYS = ("^n New", "^t Threads", "^l Audit", "^q Quit", "^p palette")
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_footer_offers_esc_while_a_reply_is_written(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """esc stops a reply, and nothing said so until a second message was refused: while the
+    open conversation's turn runs the footer shows it, beside the other keys, and only then."""
+    model = GatedModel(pause_mid_reply=True)
+    app = make_app(tmp_path, customer="Sam", model=model)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        assert "Stop reply" not in footer_line(app)
+        await send(pilot, "Hi, where is my order ORD-002?", wait=False)
+        model.open()
+        await wait_until(pilot, lambda: writing(app), "the reply to be written")
+        await wait_until(pilot, lambda: "esc Stop reply" in footer_line(app), "esc in the footer")
+        for key in CHAT_KEYS:
+            assert key in footer_line(app), footer_line(app)
+        model.resume()
+        await settle(pilot)
+        assert not writing(app) and "t-test" not in app.chat.busy
+        assert "Stop reply" not in footer_line(app), footer_line(app)
+
+        # Pressed, it goes at once (stopping), and does not come back when the turn ends.
+        model.pause_next_reply()
+        await send(pilot, "Where is my order ORD-002?", wait=False)
+        await wait_until(pilot, lambda: "esc Stop reply" in footer_line(app), "esc again")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: "Stop reply" not in footer_line(app), "esc to go")
+        await settle(pilot)
+        assert "t-test" not in app.chat.busy
+        assert "Stop reply" not in footer_line(app), footer_line(app)
+
+
+async def test_an_escalated_conversations_footer_fits_80_columns_while_a_reply_is_written(
+    tmp_path: Path,
+) -> None:
+    """The longest chat footer: "^g Handled" and "esc Stop reply" beside the usual keys."""
+    model = GatedModel(pause_mid_reply=True, free_calls=1000)
+    model.resume()
+    app = make_app(tmp_path, customer="Alex", model=model)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await send(pilot, "Refund ORD-004 please, the monitor has dead pixels")  # over the limit
+        assert app.chat.escalated_here
+        model.pause_next_reply()
+        await send(pilot, "Where is my order ORD-001?", wait=False)
+        await wait_until(pilot, lambda: "esc Stop reply" in footer_line(app), "esc in the footer")
+        for key in (*CHAT_KEYS, "^g Handled"):
+            assert key in footer_line(app), footer_line(app)
+        model.resume()
+        await settle(pilot)

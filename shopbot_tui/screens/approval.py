@@ -137,6 +137,10 @@ SEVERITIES = ("information", "warning", "error")
 # Below this many columns the options' buttons are stacked (approval.tcss): side by side,
 # the longest label ("[s] Senior review", 17 columns) was cut at 64 columns and less.
 NARROW_BELOW = 70
+# Below this many rows the dialog drops its blank rows and margins (approval.tcss): roomy,
+# a refund's four checks need 24 rows of a 27-row dialog, and at 80x24 only the first one
+# showed above the options.
+SHORT_BELOW = 30
 
 
 class ApprovalScreen(ModalScreen[str | None]):
@@ -145,6 +149,7 @@ class ApprovalScreen(ModalScreen[str | None]):
     CSS_PATH = "approval.tcss"
     # (Not annotated ClassVar: see ThreadsScreen.)
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]  # noqa: RUF012
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_BELOW, "-tall")]  # noqa: RUF012
     BINDINGS: ClassVar[list[BindingType]] = [
         *(
             Binding(

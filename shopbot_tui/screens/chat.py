@@ -115,8 +115,17 @@ class ChatScreen(Screen[None]):
         ),
         Binding("ctrl+y", "copy_reply", "Copy reply", show=False, id="chat.copy_reply"),
         Binding("ctrl+s", "export_chat", "Export", show=False, id="chat.export"),
-        # Not in the footer (room is short there): the "still answering" notice names it.
-        Binding("escape", "stop_reply", "Stop reply", show=False, id="chat.stop_reply"),
+        # In the footer only while the open conversation's turn runs (check_action): esc
+        # stopping a reply was found only by sending a second message while it was written.
+        # With "^g Handled" too (the longest footer) it fits 80 columns; at 70, "^q Quit" is
+        # off the footer until the reply ends.
+        Binding(
+            "escape",
+            "stop_reply",
+            "Stop reply",
+            tooltip="Its unfinished text goes; the conversation carries on",
+            id="chat.stop_reply",
+        ),
         Binding("ctrl+b", "toggle_panel", "Side panel", show=False, id="chat.toggle_panel"),
         Binding("pageup", "scroll_chat(-1)", "Scroll up", show=False, id="chat.page_up"),
         Binding("pagedown", "scroll_chat(1)", "Scroll down", show=False, id="chat.page_down"),
@@ -135,7 +144,7 @@ class ChatScreen(Screen[None]):
         # The open thread's escalation no person has handled yet, as last read (its thread
         # may be one left since: see `escalated_here`).
         self.escalation: Escalation | None = None
-        self._binding_state: tuple[bool, bool, bool] | None = None
+        self._binding_state: tuple[bool, ...] | None = None
         self.turns = TurnWorkers(self)
         self.notices = ChatNotices(self)
         self.view = ThreadView(lambda: self.chat_log, self.notices)
@@ -247,10 +256,12 @@ class ChatScreen(Screen[None]):
     @on(TurnRefused)
     async def _turn_refused(self, message: TurnRefused) -> None:
         await self.reports.refused(message)
+        self.sync_bindings()
 
     @on(TurnAccepted)
     async def _turn_accepted(self, message: TurnAccepted) -> None:
         await self.reports.accepted(message)
+        self.sync_bindings()  # "esc Stop reply" in the footer
 
     @on(ReplyChunk)
     @on(ReplyComplete)
@@ -272,11 +283,13 @@ class ChatScreen(Screen[None]):
     @on(TurnEnded)
     async def _turn_ended(self, message: TurnEnded) -> None:
         await self.reports.ended(message)
+        self.sync_bindings()
         self.waiting.look()
 
     @on(Worker.StateChanged)
     def _worker_changed(self, event: Worker.StateChanged) -> None:
         self.turns.worker_changed(event)
+        self.sync_bindings()  # a turn worker cancelled or failed: its turn is over
         if event.state == WorkerState.ERROR:
             # Workers are started with exit_on_error=False: no failure may pass unseen.
             self.notices.worker_failed(event.worker.error)
@@ -288,7 +301,12 @@ class ChatScreen(Screen[None]):
         recomposes the whole Footer (40 ms and a layout), and turns change state many times.
         So "copy reply" is always on (it says when there is nothing to copy): dimming it until
         the first reply cost that recompose at the end of the first reply's stream."""
-        state = (self.engine is not None, self.pending is not None, self.escalated_here)
+        state = (
+            self.engine is not None,
+            self.pending is not None,
+            self.escalated_here,
+            self.reply_running,
+        )
         if state != self._binding_state:
             self._binding_state = state
             self.refresh_bindings()
@@ -298,7 +316,15 @@ class ChatScreen(Screen[None]):
         """Whether the open conversation is escalated and no person has handled it yet."""
         return self.escalation is not None and self.escalation.thread_id == self.thread_id
 
+    @property
+    def reply_running(self) -> bool:
+        """Whether the open conversation's turn runs and esc has not been pressed to stop it."""
+        turns = self.turns
+        return self.thread_id in turns.busy and self.thread_id not in turns.stopping
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop_reply":
+            return self.reply_running
         if action == "decide":
             return self.pending is not None
         if action == "escalation_handled":
@@ -329,6 +355,7 @@ class ChatScreen(Screen[None]):
 
     def action_stop_reply(self) -> None:
         self.commands.stop_reply()
+        self.sync_bindings()  # stopping: esc has done what it can
 
     def action_copy_reply(self) -> None:
         self.commands.copy_reply()

@@ -12,6 +12,7 @@ customer text such as `[bold]` or `[link=...]`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, tzinfo
 from typing import ClassVar
@@ -55,11 +56,19 @@ _FALLBACK_COLOURS = {
 }
 
 COLUMNS = ("Time", "Thread", "Agent", "Kind", "Detail")
+_TIME_COLUMN = COLUMNS.index("Time")
 _THREAD_COLUMN = COLUMNS.index("Thread")
+_AGENT_COLUMN = COLUMNS.index("Agent")
 # Time, thread, agent and kind widths; the detail column takes the rest.
 _FIXED_WIDTHS = (14, 16, 16, 18)
 _MIN_DETAIL_WIDTH = 24
 _MIN_SQUEEZED_WIDTH = 8
+# Narrow, agents go by their short names ("complaints" is the longest) and times lose their
+# seconds ("06-10 09:06"): at 80 columns "refund_agent" and "complaints_agent" were both
+# cut to 8 ("refund_…", "complai…"). The detail pane below has the full values.
+_SHORT_AGENT_WIDTH = 10
+_SHORT_TIME_WIDTH = 11
+_TIME_WITH_SECONDS = re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d")
 # One space before each cell: a log reads well tight, and narrow terminals need the room.
 _GAP = 1
 SUMMARY_CHARS = 240
@@ -108,12 +117,36 @@ def column_widths(width: int) -> tuple[int, ...]:
     """Content widths of the five columns for a table `width` cells wide."""
     fixed = list(_FIXED_WIDTHS)
     available = width - _GAP * (len(COLUMNS) + 1)
-    # Narrow terminal: squeeze thread and agent before starving the detail column.
-    for index in (1, 2):
-        shortfall = sum(fixed) + _MIN_DETAIL_WIDTH - available
-        if shortfall > 0:
-            fixed[index] = max(fixed[index] - shortfall, _MIN_SQUEEZED_WIDTH)
+
+    def shortfall() -> int:
+        return sum(fixed) + _MIN_DETAIL_WIDTH - available
+
+    # Narrow terminal: before starving the detail column, give up what costs least to read,
+    # in this order: the start of thread ids (their date and time are in the Time column),
+    # "_agent" after each agent's name, the seconds.
+    if shortfall() > 0:
+        thread = fixed[_THREAD_COLUMN]
+        fixed[_THREAD_COLUMN] = max(thread - shortfall(), _MIN_SQUEEZED_WIDTH)
+    if shortfall() > 0:
+        fixed[_AGENT_COLUMN] = _SHORT_AGENT_WIDTH
+    if shortfall() > 0:
+        fixed[_TIME_COLUMN] = _SHORT_TIME_WIDTH
     return (*fixed, max(available - sum(fixed), 1))
+
+
+def short_agent(agent: str) -> str:
+    """'complaints_agent' -> 'complaints': what tells the agents apart."""
+    return agent.removesuffix("_agent") or agent
+
+
+def fit_column(column: int, text: str, width: int) -> str:
+    """`text` fitted to `width` cells in `column`: a narrow agent column shows every agent by
+    its short name, a narrow time column drops the seconds; anything else is cut."""
+    if column == _AGENT_COLUMN and width < _FIXED_WIDTHS[_AGENT_COLUMN]:
+        text = short_agent(text)
+    elif column == _TIME_COLUMN and cell_len(text) > width and _TIME_WITH_SECONDS.match(text):
+        text = text[:_SHORT_TIME_WIDTH]
+    return fit_cell(text, width, keep_end=column == _THREAD_COLUMN)
 
 
 class AuditEventTable(ScrollView, can_focus=True):
@@ -410,7 +443,7 @@ class AuditEventTable(ScrollView, can_focus=True):
         segments: list[Segment] = []
         for column, (cell, cell_width) in enumerate(zip(cells, column_widths(width), strict=True)):
             cell_style = cell.style if isinstance(cell.style, Style) else None
-            fitted = fit_cell(cell.plain, cell_width, keep_end=column == _THREAD_COLUMN)
+            fitted = fit_column(column, cell.plain, cell_width)
             segments += (gap, Segment(fitted, cell_style))
         strip = Strip(segments, _GAP * len(cells) + sum(column_widths(width)))
         return strip.crop_extend(0, width, style).apply_style(style)
