@@ -39,7 +39,7 @@ try:
         visible_line,
     )
     from shopbot_tui.cli_json import JsonOutput
-    from shopbot_tui.cli_parser import EXIT_USAGE, CommandLineRefused, build_parser
+    from shopbot_tui.cli_parser import EXIT_USAGE, CommandLineRefused, parse_command_line
 except KeyboardInterrupt:
     # Ctrl+C while the command is still loading (its imports take a third of a second): the
     # same line and exit code as later, not a traceback through the import machinery. (Only
@@ -452,7 +452,7 @@ def _main(argv: Sequence[str] | None) -> int:
     json_out: JsonOutput | None = None
     try:
         try:
-            args = build_parser().parse_args(argv)
+            args = parse_command_line(argv)
         except CommandLineRefused as exc:
             json_out = _json_output_of_refused(argv)
             raise UsageError(str(exc)) from None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NoReturn
 
@@ -32,6 +33,15 @@ class _Parser(argparse.ArgumentParser):
         # its arguments are; the top-level help lists only the sub-commands. Raised, not
         # exited: `chat --json` prints its error object for this refusal too.
         raise CommandLineRefused(f"{message} (see `{self.prog} --help`)")
+
+    def refuse_extras(self, extras: list[str]) -> NoReturn:
+        """What argparse calls "unrecognized arguments", said by the parser they were given
+        to (its help lists what it takes), with the likely option when one was mistyped."""
+        options = [name for action in self._actions for name in action.option_strings]
+        mistyped = (w.split("=", 1)[0] for w in extras if w.startswith("--"))
+        close = next((m for w in mistyped if (m := difflib.get_close_matches(w, options, 1))), [])
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        self.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         # A mistyped sub-command read "argument command: invalid choice: 'chta' (choose from
@@ -73,6 +83,22 @@ def _thread_id(text: str) -> str:
         return validate_thread_id(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def parse_command_line(argv: Sequence[str] | None) -> argparse.Namespace:
+    """`argv` parsed; a refusal raises CommandLineRefused. Arguments nothing took are refused
+    by the sub-command they followed: argparse's top-level parser reported them, pointing at
+    `shopbot --help`, which does not list a sub-command's options."""
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        commands = next(
+            a for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+        ).choices
+        refusing = commands.get(args.command, parser) if args.command else parser
+        assert isinstance(refusing, _Parser)
+        refusing.refuse_extras(extras)
+    return args
 
 
 def build_parser() -> argparse.ArgumentParser:

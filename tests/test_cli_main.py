@@ -240,10 +240,10 @@ def test_ctrl_c_while_the_command_line_is_read_is_one_line(
 ) -> None:
     import shopbot_tui.cli
 
-    def pressed() -> None:
+    def pressed(argv: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(shopbot_tui.cli, "build_parser", pressed)
+    monkeypatch.setattr(shopbot_tui.cli, "parse_command_line", pressed)
     assert main(["threads"]) == 128 + signal.SIGINT
     assert capsys.readouterr().err == "shopbot: interrupted\n"
 
@@ -289,6 +289,26 @@ def test_a_mistyped_command_is_called_unknown_and_the_likely_one_named(
         "shopbot: unknown command 't1'; commands: chat, resume, threads, handled, audit "
         "(see `shopbot --help`)"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["chat", "t1", "hi", "--jsn"], "--jsn (did you mean --json?) (see `shopbot chat --help`)"),
+        (
+            ["audit", "--kinds", "x"],
+            "--kinds x (did you mean --kind?) (see `shopbot audit --help`)",
+        ),
+        (["threads", "extra"], "extra (see `shopbot threads --help`)"),
+        (["--offlne"], "--offlne (did you mean --offline?) (see `shopbot --help`)"),
+    ],
+)
+def test_an_argument_nothing_took_is_refused_by_its_command_with_the_likely_option(
+    capsys: pytest.CaptureFixture[str], args: list[str], said: str
+) -> None:
+    # `shopbot chat t1 hi --jsn` said "unrecognized arguments: --jsn (see `shopbot --help`)",
+    # a help that does not list chat's options.
+    assert refusal(args, capsys) == f"shopbot: unrecognized arguments: {said}"
 
 
 def test_a_sub_commands_mistake_points_at_its_own_help(
