@@ -149,7 +149,7 @@ class ChatNotices:
 
     def thread_of_another_customer(self, thread_id: str, owner: str, customer: str) -> None:
         self._screen.notify(
-            f"Thread {thread_id} belongs to {owner}; "
+            f"Conversation {thread_id} belongs to {owner}; "
             f"start a new conversation (ctrl+n) for {customer}.",
             title="Customer",
             severity="warning",
@@ -168,7 +168,7 @@ class ChatNotices:
         )
 
     def turn_problem(self, message: TurnProblem, *, open_thread: str) -> None:
-        where = "" if message.thread_id == open_thread else f" (thread {message.thread_id})"
+        where = "" if message.thread_id == open_thread else f" (conversation {message.thread_id})"
         title = "Model provider unavailable" if message.kind == "provider" else "ShopBot error"
         # A storage problem says what to do itself; "try again" would contradict it. A
         # provider's "...; try again later." already says it: "The conversation is kept; try

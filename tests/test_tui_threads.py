@@ -64,7 +64,7 @@ async def test_new_thread_then_switch_back_with_history(tmp_path: Path) -> None:
         new_id = app.chat.thread_id
         assert new_id != "t-one"
         assert notes(app) == [notes(app)[0]] and notes(app)[0].startswith("New conversation")
-        assert visible_text(app.chat.query_one("#thread")) == f"Thread   {new_id}"
+        assert visible_text(app.chat.query_one("#thread")) == f"ID       {new_id}"
         await send(pilot, "Where is ORD-005?")
         assert "Bluetooth Speaker" in replies(app)[-1]
 
