@@ -16,7 +16,7 @@ from shopbot_tui.toasts import withdraw_toasts
 if TYPE_CHECKING:
     from textual.widget import Widget
 
-    from agents.facade import Escalation, ThreadInfo, TurnResult
+    from agents.facade import Escalation, ThreadInfo
     from shopbot_tui.messages import ChatExported, ProviderRetrying, TurnProblem
 
 # A palette command that needs the engine, chosen before it is up (its key is off till then).
@@ -149,7 +149,7 @@ class ChatNotices:
 
     def thread_of_another_customer(self, thread_id: str, owner: str, customer: str) -> None:
         self._screen.notify(
-            f"Thread {thread_id} belongs to {owner}; "
+            f"Conversation {thread_id} belongs to {owner}; "
             f"start a new conversation (ctrl+n) for {customer}.",
             title="Customer",
             severity="warning",
@@ -168,7 +168,7 @@ class ChatNotices:
         )
 
     def turn_problem(self, message: TurnProblem, *, open_thread: str) -> None:
-        where = "" if message.thread_id == open_thread else f" (thread {message.thread_id})"
+        where = "" if message.thread_id == open_thread else f" (conversation {message.thread_id})"
         title = "Model provider unavailable" if message.kind == "provider" else "ShopBot error"
         # A storage problem says what to do itself; "try again" would contradict it. A
         # provider's "...; try again later." already says it: "The conversation is kept; try
@@ -187,12 +187,10 @@ class ChatNotices:
             markup=False,
         )
 
-    def turn_ended_elsewhere(self, thread_id: str, result: TurnResult | None) -> None:
-        """A thread that is not on screen finished its turn with a reply: say so. One that
-        stopped for a decision is said by the count of decisions waiting (decisions_waiting),
-        with its customer and ctrl+o: said here too, it came twice, in other words."""
-        if result is not None and result.pending is None and result.status == "done":
-            self._screen.notify(f"Conversation {thread_id} has a new reply.", markup=False)
+    def new_reply(self, thread_id: str) -> None:
+        """A conversation not on screen finished its turn with a reply (decisions_waiting
+        says when: not beside its escalation, nor a decision it asked)."""
+        self._screen.notify(f"Conversation {thread_id} has a new reply.", markup=False)
 
     def worker_failed(self, error: BaseException | None) -> None:
         self._screen.notify(

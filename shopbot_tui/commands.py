@@ -6,11 +6,20 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
 from textual.markup import escape
 
 from shopbot_tui.screens.chat import ChatScreen
 
 Command = tuple[str, str, Callable[[], Any]]
+
+# Other words a person may type for a command: the app says "conversation", yet "thread" is
+# what `shopbot` command lines, the audit log and older habits call one, and the fuzzy match
+# on the name alone finds neither "thread" in "New conversation" nor "switch thread".
+ALSO_FOUND_AS: dict[str, tuple[str, ...]] = {
+    "New conversation": ("New thread",),
+    "Switch conversation…": ("Switch thread", "Open thread", "Threads"),
+}
 
 
 class ShopBotCommands(Provider):
@@ -19,9 +28,13 @@ class ShopBotCommands(Provider):
     def _commands(self) -> Iterator[Command]:
         screen = self.screen
         if isinstance(screen, ChatScreen):
-            yield ("New conversation", "Start a new thread (ctrl+n)", screen.action_new_thread)
             yield (
-                "Switch thread…",
+                "New conversation",
+                "Start one for the same customer (ctrl+n)",
+                screen.action_new_thread,
+            )
+            yield (
+                "Switch conversation…",
                 "Open or resume a conversation (ctrl+t)",
                 screen.action_threads,
             )
@@ -81,5 +94,10 @@ class ShopBotCommands(Provider):
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for name, help_text, callback in self._commands():
-            if (score := matcher.match(name)) > 0:
+            score = matcher.match(name)
+            also = max(map(matcher.match, ALSO_FOUND_AS.get(name, ())), default=0.0)
+            if score > 0 and score >= also:
                 yield Hit(score, matcher.highlight(name), callback, help=help_text)
+            elif also > 0:
+                # Found by another word: the name is shown unmarked, as its letters did not match.
+                yield Hit(also, Content(name), callback, text=name, help=help_text)

@@ -1,7 +1,8 @@
 """What waits for a person: the decisions other conversations wait for (counted in the side
 panel, opened one after another with ctrl+o, the one left alone longest first) and the
 conversations escalated to a person and not handled yet (the open one's said in the panel,
-with ctrl+g to mark it handled; the others counted, and each new one said once with the bell).
+with ctrl+g to mark it handled; the others counted, and each new one said once with the bell),
+and the replies of turns left answering in the background, said with the read after them.
 
 A person deciding refunds must not lose one from sight: a decision is asked in whichever
 conversation reached it (another window, `shopbot chat`, one left with "decide later"), and
@@ -22,7 +23,7 @@ from textual.timer import Timer
 if TYPE_CHECKING:
     from textual.worker import Worker
 
-    from agents.facade import Escalation, ThreadInfo
+    from agents.facade import Escalation, ThreadInfo, TurnResult
     from shopbot_tui.screens.chat import ChatScreen
 
 log = logging.getLogger("shopbot.tui")
@@ -40,6 +41,8 @@ class DecisionsRead(Message):
     open_next: bool = False
     # Every conversation escalated and not handled yet, the oldest first.
     escalations: list[Escalation] = field(default_factory=list)
+    # Conversations whose turn ended in the background with a reply before this read began.
+    replies: frozenset[str] = frozenset()
 
 
 class DecisionsWaiting:
@@ -55,6 +58,9 @@ class DecisionsWaiting:
         # escalated again has a new `since`, and is new again. None before the first read,
         # which finds those already open when the app starts.
         self._escalations_seen: set[tuple[str, str]] | None = None
+        # Conversations whose background turn ended with a reply not said yet: said with the
+        # next read, unless that read finds the turn escalated it (one notice, not two).
+        self._replies_to_say: set[str] = set()
         self._timer: Timer | None = None
 
     def start(self) -> None:
@@ -70,6 +76,7 @@ class DecisionsWaiting:
         engine = chat.engine
         if engine is None:
             return
+        replies = frozenset(self._replies_to_say)  # ended before this read: it sees them
 
         async def read() -> None:
             try:
@@ -83,7 +90,7 @@ class DecisionsWaiting:
                 if open_next:
                     chat.notices.thread_unreadable("The list of conversations could not be read.")
                 return
-            chat.post_message(DecisionsRead(threads, open_next, escalations))
+            chat.post_message(DecisionsRead(threads, open_next, escalations, replies))
 
         worker: Worker[None] = chat.run_worker(
             read,
@@ -108,7 +115,8 @@ class DecisionsWaiting:
         chat.escalation = here[0] if here else None
         chat.panel.show_escalations(chat.escalation, others=len(message.escalations) - len(here))
         chat.sync_bindings()
-        self._say_new_escalations(message.escalations)
+        said = self._say_new_escalations(message.escalations)
+        self._say_replies(message.replies, escalated=said)
         new = [info for info in self.elsewhere if info.thread_id not in self._seen]
         # Not a thread still answering here: the registry may show the decision it is
         # leaving, or the one it reaches before its turn has ended; it is said once it has.
@@ -125,17 +133,46 @@ class DecisionsWaiting:
         self.elsewhere = self.elsewhere[1:]
         chat.panel.show_waiting(len(self.elsewhere))
 
-    def _say_new_escalations(self, escalations: list[Escalation]) -> None:
+    def turn_ended_elsewhere(self, thread_id: str, result: TurnResult | None) -> None:
+        """A conversation not on screen finished its turn: its reply is said with the next
+        read (`ChatScreen` asks for one as a turn ends), or, if that read finds the turn
+        escalated it, the escalation's notice says it instead. One that stopped for a decision
+        is said by the count of decisions waiting, with its customer and ctrl+o."""
+        if result is not None and result.pending is None and result.status == "done":
+            self._replies_to_say.add(thread_id)
+
+    def _say_replies(self, replies: frozenset[str], *, escalated: set[str]) -> None:
+        """Say the background replies this read was started after, but not those of a
+        conversation just said escalated (that notice names it), nor of the open one (its
+        reply is on screen), nor one an earlier read said already."""
+        for thread_id in sorted(replies & self._replies_to_say):
+            self._replies_to_say.discard(thread_id)
+            if thread_id not in escalated and thread_id != self._chat.thread_id:
+                self._chat.notices.new_reply(thread_id)
+
+    def _say_new_escalations(self, escalations: list[Escalation]) -> set[str]:
         """Say the escalations of other conversations not seen open before: once each, not
         at every read; those open at start-up in one notification. The open conversation's
-        is in its chat and its panel already: seen, and never said in a toast."""
+        is in its chat and its panel already: seen, and never said in a toast. One reached
+        by a turn still answering in the background is said once that turn has ended, with
+        its reply (the registry has it mid-turn). Returns the conversations said."""
+        chat = self._chat
+        open_thread = chat.thread_id
+        in_background = chat.busy - {open_thread}
         seen = self._escalations_seen
-        self._escalations_seen = {(e.thread_id, e.since) for e in escalations}
-        open_thread = self._chat.thread_id
+        # (One seen while its conversation was open, left answering since, stays seen.)
+        self._escalations_seen = {
+            (e.thread_id, e.since)
+            for e in escalations
+            if e.thread_id not in in_background or (e.thread_id, e.since) in (seen or ())
+        }
         new = [
             e
             for e in escalations
-            if e.thread_id != open_thread and (seen is None or (e.thread_id, e.since) not in seen)
+            if e.thread_id != open_thread
+            and e.thread_id not in in_background
+            and (seen is None or (e.thread_id, e.since) not in seen)
         ]
         if new:
-            self._chat.notices.escalated(new, at_start=seen is None)
+            chat.notices.escalated(new, at_start=seen is None)
+        return {e.thread_id for e in new}

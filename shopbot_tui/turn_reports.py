@@ -121,7 +121,7 @@ class TurnReports:
         chat.turns.over(message.thread_id)
         result = message.result
         if message.thread_id != chat.thread_id:
-            chat.notices.turn_ended_elsewhere(message.thread_id, result)
+            chat.waiting.turn_ended_elsewhere(message.thread_id, result)
             return
         chat.notices.retry_over()
         await chat.view.turn_ended(message)

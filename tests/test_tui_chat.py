@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from textual import events
 from textual.color import Color
+from textual.command import Command, CommandList
 from textual.widgets import Input
 
 from agents.audit_log import AuditQuery
@@ -22,6 +23,7 @@ from agents.facade import TURN_STOPPED_NOTE, ShopBotEngine
 from shopbot_tui.chat_notices import NOTHING_LEFT_TO_STOP, STILL_PAYING
 from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.chat import ChatScreen
+from shopbot_tui.screens.threads import ThreadsScreen
 from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage
 from shopbot_tui.widgets.side_panel import AgentCard, SidePanel
 from tests.test_tui_helpers import (
@@ -29,11 +31,13 @@ from tests.test_tui_helpers import (
     GatedModel,
     ProviderDownModel,
     audit_kinds,
+    frame_text,
     instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
     make_app,
     notes,
     painted_text,
+    palette_command,
     replies,
     send,
     settle,
@@ -622,3 +626,44 @@ async def test_side_panel_lines_show_in_the_dark_and_the_light_theme(tmp_path: P
             ):
                 painted = background + colour  # a colour with alpha is blended on the panel
                 assert contrast(painted, background) >= 3, (theme, what, painted.hex)
+
+
+def palette_hits(app: Any) -> list[tuple[str, str]]:
+    """(name, help) of each command the open palette lists."""
+    listed = app.screen.query_one(CommandList)
+    return [
+        (str(option.hit.text), str(option.hit.help or ""))
+        for option in listed.options
+        if isinstance(option, Command)
+    ]
+
+
+async def test_a_conversation_is_called_one_yet_thread_still_finds_it(tmp_path: Path) -> None:
+    """The footer said "Threads", its dialog "Conversations", the palette both: one word
+    now. "thread" and "switch thread", as the issue asked for them, still find the commands."""
+    app = make_app(tmp_path, thread_id="t-words", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        footer = frame_text(app).rstrip("\n").splitlines()[-1]
+        assert "^t Conversations" in footer and "Thread" not in footer, footer
+        session = painted_text(app, app.chat.panel)
+        assert "ID       t-words" in session and "Thread" not in session, session
+
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: len(palette_hits(app)) > 5, "the palette's commands")
+        listed = palette_hits(app)
+        assert "New conversation" in dict(listed) and "Switch conversation…" in dict(listed)
+        assert not [hit for hit in listed if "thread" in " ".join(hit).casefold()], listed
+
+        await pilot.press(*"thread")
+        found = ("New conversation", "Switch conversation…")
+        await wait_until(
+            pilot,
+            lambda: set(found) <= {name for name, _ in palette_hits(app)},
+            "both commands found by 'thread'",
+        )
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.chat, "the palette closed")
+
+        await palette_command(pilot, "switch thread")
+        await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), "the list")

@@ -6,12 +6,14 @@ audit log."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
+from agents.events import EngineEvent, Escalated
 from agents.facade import AuditQuery, Escalation, Reviewer, ShopBotEngine
 from agents.offline.demo_model import OfflineDemoModel
 from agents.reviewer import login_name
@@ -37,6 +39,10 @@ from tests.test_tui_helpers import (
 
 OVER_LIMIT = "Refund ORD-004 please, the monitor has dead pixels"
 ESCALATED = "Escalated to a person: "
+NEW_T_BIG = (
+    "Escalated to a person: Conversation t-big escalated by the Refund agent: refund above the "
+    "auto-refund limit."
+)
 NEW_T_CLI = (
     "Escalated to a person: Conversation t-cli escalated by the Refund agent: refund above the "
     "auto-refund limit."
@@ -67,6 +73,10 @@ async def handled_elsewhere(home: Path, thread_id: str) -> None:
             engine.close_escalation, thread_id, Reviewer("dana", "cli")
         )
         assert closed is not None
+
+
+def notices_naming(app: RecordingApp, thread_id: str) -> list[str]:
+    return [f"{title}: {text}" for _, title, text in app.notices if thread_id in text]
 
 
 def escalation_notices(app: RecordingApp) -> list[str]:
@@ -268,10 +278,82 @@ async def test_an_escalation_reached_after_leaving_its_conversation_is_said(
         model.open()
         await settle(pilot)
         await wait_until(pilot, lambda: escalated_line(app) != "", "the escalation counted")
-        assert escalation_notices(app) == [
-            "Escalated to a person: Conversation t-big escalated by the Refund agent: refund "
-            "above the auto-refund limit."
-        ]
+        await settle(pilot)
+        # One notice for the one event: not "has a new reply" beside it (that said it twice).
+        assert notices_naming(app, "t-big") == [NEW_T_BIG]
+        assert app.bells == 1
+
+
+async def test_a_background_reply_without_an_escalation_is_said_as_a_reply(
+    tmp_path: Path,
+) -> None:
+    """Said with the registry's read after the turn (to see an escalation it reached): still
+    said, once."""
+    model = GatedModel()
+    app = make_app(tmp_path, thread_id="t-order", customer="Sam", model=model)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Hi, where is my order ORD-002?", wait=False)
+        await wait_until(pilot, model.held.is_set, "the turn to be under way")
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: app.chat.thread_id != "t-order", "a new conversation")
+        model.open()
+        await settle(pilot)
+        await wait_until(pilot, lambda: bool(notices_naming(app, "t-order")), "the reply said")
+        await settle(pilot)
+        assert notices_naming(app, "t-order") == [": Conversation t-order has a new reply."]
+        assert app.bells == 0
+
+
+class EscalationHeldEngine(ShopBotEngine):
+    """Holds a turn right after its escalation (then in the registry) until `release`."""
+
+    held = asyncio.Event()
+    release = asyncio.Event()
+
+    def run_turn(
+        self, thread_id: str, text: str, *, customer: str | None = None
+    ) -> AsyncIterator[EngineEvent]:
+        events = super().run_turn(thread_id, text, customer=customer)
+        held, release = self.held, self.release
+
+        async def held_after_escalation() -> AsyncIterator[EngineEvent]:
+            async for event in events:
+                yield event
+                if isinstance(event, Escalated):
+                    held.set()
+                    await release.wait()
+
+        return held_after_escalation()
+
+
+@pytest.mark.usefixtures("quick_reads")
+async def test_an_escalation_read_while_its_background_turn_still_answers_is_said_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The registry has the escalation while the turn still writes its reply: a read then
+    said it, and the turn's end said "has a new reply" too. It is said once the turn ends."""
+    monkeypatch.setattr(EscalationHeldEngine, "held", asyncio.Event())
+    monkeypatch.setattr(EscalationHeldEngine, "release", asyncio.Event())
+    model = GatedModel()
+    app = make_app(
+        tmp_path, thread_id="t-big", customer="Alex", model=model, engine_class=EscalationHeldEngine
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        reads = ReadCounter(app, monkeypatch)
+        await send(pilot, OVER_LIMIT, wait=False)
+        await wait_until(pilot, model.held.is_set, "the turn to be under way")
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: app.chat.thread_id != "t-big", "a new conversation")
+        model.open()
+        await wait_until(pilot, EscalationHeldEngine.held.is_set, "the escalation")
+        await reads.more(pilot)  # they find it in the registry, its turn still answering
+        assert "t-big" in app.chat.busy
+        EscalationHeldEngine.release.set()
+        await wait_until(pilot, lambda: "t-big" not in app.chat.busy, "the turn to end")
+        await reads.more(pilot)
+        assert notices_naming(app, "t-big") == [NEW_T_BIG]
         assert app.bells == 1
 
 
@@ -315,3 +397,28 @@ async def test_several_escalations_new_in_one_read_are_one_notification(tmp_path
             "[b]not bold[/b] [b]not bold[/b] [b]not bold[/b] [b]not bold…"
         ]
         assert app.bells == 2
+
+
+@pytest.mark.usefixtures("quick_reads")
+async def test_an_escalation_seen_in_its_chat_is_not_said_again_when_left_mid_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The person saw the escalation in the chat, then left while the reply was written:
+    what is new when the turn ends is the reply only."""
+    monkeypatch.setattr(EscalationHeldEngine, "held", asyncio.Event())
+    monkeypatch.setattr(EscalationHeldEngine, "release", asyncio.Event())
+    app = make_app(tmp_path, thread_id="t-big", customer="Alex", engine_class=EscalationHeldEngine)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        reads = ReadCounter(app, monkeypatch)
+        await send(pilot, OVER_LIMIT, wait=False)
+        await wait_until(pilot, EscalationHeldEngine.held.is_set, "the escalation")
+        await wait_until(pilot, lambda: app.chat.escalated_here, "the escalation in the panel")
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: app.chat.thread_id != "t-big", "a new conversation")
+        await reads.more(pilot)
+        EscalationHeldEngine.release.set()
+        await wait_until(pilot, lambda: "t-big" not in app.chat.busy, "the turn to end")
+        await reads.more(pilot)
+        assert notices_naming(app, "t-big") == [": Conversation t-big has a new reply."]
+        assert app.bells == 0

@@ -45,7 +45,7 @@ async def test_the_footers_show_the_keys_that_matter(tmp_path: Path, size: tuple
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         footer = footer_line(app)
-        for key in ("^n New", "^t Threads", "^l Audit", "^q Quit", "^p palette"):
+        for key in ("^n New", "^t Conversations", "^l Audit", "^q Quit", "^p palette"):
             assert key in footer, footer
 
         await send(pilot, REFUND)
@@ -226,7 +226,7 @@ def writing(app: ShopBotApp) -> bool:
     return bool(written) and bool(written.last().source) and not written.last().complete
 
 
-CHAT_KEYS = ("^n New", "^t Threads", "^l Audit", "^q Quit", "^p palette")
+CHAT_KEYS = ("^n New", "^t Conversations", "^l Audit", "^q Quit", "^p palette")
 
 
 @pytest.mark.parametrize("size", SIZES)

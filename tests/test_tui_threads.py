@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from textual import events
 from textual.color import Color
 from textual.command import CommandList, CommandPalette
 from textual.pilot import Pilot
@@ -64,7 +65,7 @@ async def test_new_thread_then_switch_back_with_history(tmp_path: Path) -> None:
         new_id = app.chat.thread_id
         assert new_id != "t-one"
         assert notes(app) == [notes(app)[0]] and notes(app)[0].startswith("New conversation")
-        assert visible_text(app.chat.query_one("#thread")) == f"Thread   {new_id}"
+        assert visible_text(app.chat.query_one("#thread")) == f"ID       {new_id}"
         await send(pilot, "Where is ORD-005?")
         assert "Bluetooth Speaker" in replies(app)[-1]
 
@@ -571,6 +572,35 @@ async def test_typing_over_the_conversation_list_filters_it(tmp_path: Path) -> N
         await pilot.press("enter", "enter")  # the filter hands over to the list, which opens
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen) and app.chat.thread_id == "t-one"
+
+
+async def test_a_paste_over_the_conversation_list_filters_it(tmp_path: Path) -> None:
+    """Typing over the list or its New button went to the filter, a paste went nowhere: it
+    goes there too now, its lines joined into the filter's one."""
+    app = make_app(tmp_path, thread_id="t-one", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?")
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        await send(pilot, "Where is ORD-005?")
+        screen = await thread_list(pilot)
+        table = screen.query_one("#threads", DataTable)
+        box = screen.query_one("#filter", Input)
+        assert app.focused is table and table.row_count == 2
+        app.post_message(events.Paste("Where is\nORD-002?\n"))  # as the terminal sends one
+        await wait_until(pilot, lambda: box.value != "", "the paste in the filter")
+        assert app.focused is box and box.value == "Where is ORD-002?"
+        await wait_until(pilot, lambda: table.row_count == 1, "the list filtered")
+        assert [row.value for row in table.rows] == ["t-one"]
+
+        box.value = ""
+        screen.query_one("#new", Button).focus()
+        app.post_message(events.Paste("ORD-005"))
+        await wait_until(pilot, lambda: box.value != "", "the paste in the filter")
+        assert app.focused is box and box.value == "ORD-005"
+        await wait_until(pilot, lambda: table.row_count == 1, "the list filtered anew")
+        assert [row.value for row in table.rows] == [app.chat.thread_id]
 
 
 async def test_the_new_conversation_button_names_the_customer_it_starts_for(

@@ -84,7 +84,7 @@ class ChatScreen(Screen[None]):
         Binding(
             "ctrl+t",
             "threads",
-            "Threads",
+            "Conversations",
             tooltip="Open or start a conversation",
             id="chat.threads",
         ),
@@ -117,8 +117,9 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+s", "export_chat", "Export", show=False, id="chat.export"),
         # In the footer only while the open conversation's turn runs (check_action): esc
         # stopping a reply was found only by sending a second message while it was written.
-        # With "^g Handled" too (the longest footer) it fits 80 columns; at 70, "^q Quit" is
-        # off the footer until the reply ends.
+        # With "^g Handled" too (the longest footer) it fits 80 columns, the keys set closer
+        # below 90 (chat.tcss); at 70, "^q Quit" is off the footer until the reply ends (as
+        # beside "^r Decide" and "^g Handled"): shorter words read worse at every width.
         Binding(
             "escape",
             "stop_reply",

@@ -30,6 +30,7 @@ from agents.facade import (
 from shopbot_tui.ids import new_thread_id
 from shopbot_tui.toasts import hide_covered_toasts
 from shopbot_tui.widgets.audit_table import fit_cell
+from shopbot_tui.widgets.message_box import one_line
 
 # Theme colours ($name): plain yellow was 1.2:1 on the light theme's grey (theme_style).
 STATUS_MARKS: dict[str, tuple[str, str]] = {
@@ -231,6 +232,16 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         box = self.query_one("#filter", Input)
         box.focus()
         box.insert_text_at_cursor(event.character)
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste over the list or the New button filters it, as typing does: it went
+        nowhere. One line, as the filter is (a message box's paste is joined the same way)."""
+        if not isinstance(self.focused, DataTable | Button):
+            return
+        event.stop()
+        box = self.query_one("#filter", Input)
+        box.focus()
+        box.insert_text_at_cursor(one_line(event.text))
 
     def on_mount(self) -> None:
         self._set_layout(self.app.size.width)

@@ -59,7 +59,8 @@ class AgentCard(Vertical):
 
 
 class SidePanel(VerticalScroll):
-    """Agents, the active agent's step, this turn's gate results, model, thread and customer."""
+    """Agents, the active agent's step, this turn's gate results, and the conversation: model,
+    id and customer."""
 
     can_focus = False
 
@@ -83,7 +84,9 @@ class SidePanel(VerticalScroll):
             yield AgentCard(agent)
         yield Static(Content("Checks this turn"), classes="section-title")
         yield Static(Content("none yet"), id="gates")
-        yield Static(Content("Session"), classes="section-title")
+        # "Conversation", the app's word for a thread everywhere; its id is the `--thread ID`
+        # and `shopbot chat THREAD` a person types.
+        yield Static(Content("Conversation"), classes="section-title")
         yield Static(id="model")
         yield Static(id="thread")
         yield Static(id="customer")
@@ -179,7 +182,7 @@ class SidePanel(VerticalScroll):
 
     def show_session(self, thread_id: str, customer: str | None) -> None:
         self.query_one("#thread", Static).update(
-            Content.assemble(("Thread   ", "dim"), (thread_id, "bold"))
+            Content.assemble(("ID       ", "dim"), (thread_id, "bold"))
         )
         who = (visible(customer), "bold") if customer else ("not given", "dim italic")
         self.query_one("#customer", Static).update(Content.assemble(("Customer ", "dim"), who))
