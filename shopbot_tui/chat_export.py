@@ -18,18 +18,24 @@ def escape_markdown(text: str) -> str:
 
 
 def transcript_markdown(
-    thread_id: str, info: ThreadInfo | None, lines: Sequence[ChatLine], *, exported_at: datetime
+    thread_id: str,
+    info: ThreadInfo | None,
+    lines: Sequence[ChatLine],
+    *,
+    exported_at: datetime | None,
 ) -> str:
-    """The whole conversation: customer lines quoted, replies as the Markdown they are."""
+    """The whole conversation: customer lines quoted, replies as the Markdown they are.
+    (`exported_at` None: shown, not exported, by `shopbot show`.)"""
     customer = info.customer if info and info.customer else None
     out = [
         f"# ShopBot conversation {thread_id}",
         "",
         f"- Customer: {escape_markdown(customer) if customer else 'not given'}",
         f"- Started: {info.created_at if info else 'not started'}",
-        f"- Exported: {exported_at.isoformat(timespec='seconds')}",
-        "",
     ]
+    if exported_at is not None:
+        out.append(f"- Exported: {exported_at.isoformat(timespec='seconds')}")
+    out.append("")
     for line in lines:
         if line.role == "customer":
             out.append(f"**{escape_markdown(customer) if customer else 'Customer'}:**")

@@ -88,7 +88,7 @@ def _print_result(result: TurnResult, json_out: JsonOutput | None) -> int:
         options = "|".join(pending.options)
         print(f"Decide with: shopbot resume {result.thread_id} {options}{named}")
     elif result.reply:
-        _print_reply(result.reply)
+        _print_markdown(result.reply)
     if result.status == "error":
         _say(result.error or "")
         # A locked or damaged store is said like one found at start; 1 is the provider's.
@@ -96,18 +96,18 @@ def _print_result(result: TurnResult, json_out: JsonOutput | None) -> int:
     return EXIT_OK
 
 
-def _print_reply(reply: str) -> None:
-    """The reply as Markdown on a terminal (a person read `**ORD-002**` and `- Status:`), as
-    written into a pipe or file (a script, or a person who will paste it on)."""
+def _print_markdown(text: str) -> None:
+    """A reply or a transcript as Markdown on a terminal (a person read `**ORD-002**` and
+    `- Status:`), as written into a pipe or file (a script, or a person who pastes it on)."""
     if not sys.stdout.isatty():
-        print(visible(reply))
+        print(visible(text))
         return
     from rich.console import Console
     from rich.markdown import Markdown
 
     # Made visible first: what the model wrote is text, never terminal control. Links show
     # their address beside the text, never hidden behind it.
-    Console(highlight=False).print(Markdown(visible(reply), hyperlinks=False))
+    Console(highlight=False).print(Markdown(visible(text), hyperlinks=False))
 
 
 def _describe_pending(kind: str, payload: dict[str, Any]) -> str:
@@ -293,6 +293,25 @@ def _handled(settings: Settings, thread_id: str, as_json: bool) -> int:
     return EXIT_OK
 
 
+def _show(settings: Settings, thread_id: str, limit: int | None, as_json: bool) -> int:
+    """The conversation's transcript from the registry (no engine: it is a plain store)."""
+    from dataclasses import asdict
+
+    from agents.facade import ThreadRegistry
+    from shopbot_tui.chat_export import transcript_markdown
+
+    with ThreadRegistry(settings.threads_path) as registry:
+        if (info := registry.get(thread_id)) is None:
+            raise UsageError(f"Unknown thread {quoted(thread_id)}: `shopbot threads` lists them.")
+        lines = registry.lines(thread_id, limit=limit)
+    if as_json:
+        for line in lines:
+            print(safe_json(asdict(line)))
+        return EXIT_OK
+    _print_markdown(transcript_markdown(thread_id, info, lines, exported_at=None))
+    return EXIT_OK
+
+
 def _thread_known(settings: Settings, thread_id: str) -> bool:
     from agents.facade import ThreadRegistry
 
@@ -423,6 +442,8 @@ def _dispatch(args: argparse.Namespace, json_out: JsonOutput | None) -> int:
         return _threads(settings, args.json)
     if args.command == "handled":
         return _handled(settings, args.thread_id, args.json)
+    if args.command == "show":
+        return _show(settings, args.thread_id, args.limit, args.json)
     return _audit(settings, args)
 
 

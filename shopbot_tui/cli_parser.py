@@ -151,6 +151,16 @@ def build_parser() -> argparse.ArgumentParser:
     threads = commands.add_parser("threads", help="list conversations")
     threads.add_argument("--json", action="store_true", help="one JSON object per line")
 
+    show = commands.add_parser("show", help="print a conversation, as the app shows it")
+    show.add_argument("thread_id", metavar="THREAD", type=_thread_id, help="the conversation")
+    show.add_argument(
+        "--limit",
+        metavar="N",
+        type=_audit_limit,
+        help="only its last N lines (messages, replies and notes)",
+    )
+    show.add_argument("--json", action="store_true", help="one JSON object per line")
+
     handled = commands.add_parser(
         "handled", help="mark a conversation's escalation handled, in your name"
     )

@@ -245,7 +245,7 @@ def test_plain_text_output_says_how_to_decide(tmp_path: Path) -> None:
         (("audit", "--thread", "nobody"), "Unknown thread 'nobody'"),
         (
             ("frobnicate",),
-            "unknown command 'frobnicate'; commands: chat, resume, threads, handled, audit",
+            "unknown command 'frobnicate'; commands: chat, resume, threads, show, handled, audit",
         ),
     ],
 )

@@ -283,10 +283,10 @@ def test_a_mistyped_command_is_called_unknown_and_the_likely_one_named(
     # It read "argument command: invalid choice: 'chta' (choose from 'chat', ...)".
     assert refusal(["chta", "t1", "hi"], capsys) == (
         "shopbot: unknown command 'chta' (did you mean chat?); "
-        "commands: chat, resume, threads, handled, audit (see `shopbot --help`)"
+        "commands: chat, resume, threads, show, handled, audit (see `shopbot --help`)"
     )
     assert refusal(["t1", "hi"], capsys) == (
-        "shopbot: unknown command 't1'; commands: chat, resume, threads, handled, audit "
+        "shopbot: unknown command 't1'; commands: chat, resume, threads, show, handled, audit "
         "(see `shopbot --help`)"
     )
 
@@ -374,6 +374,38 @@ def test_the_apps_customer_before_chat_is_the_customer(
     assert (listed["thread_id"], listed["customer"]) == ("c1", "Alex")
 
 
+def test_show_prints_a_conversation_as_the_app_shows_it(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    said = "Where is ORD-002? \x1b[31m [bold]now[/bold]"
+    assert main(["chat", "s1", said, "--offline", "--customer", "Sam"]) == 0
+    capsys.readouterr()
+
+    assert main(["show", "s1"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("# ShopBot conversation s1\n") and "- Customer: Sam" in shown
+    assert "**Order agent:**" in shown and "In Transit" in shown
+    # What the customer typed is text: its escape sequence made visible, its markup literal.
+    assert "\x1b" not in shown and "␛" in shown and "\\[bold\\]now" in shown
+
+    assert main(["show", "s1", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["role"] for line in lines] == ["customer", "assistant"]
+    assert lines[0]["text"].startswith("Where is ORD-002?") and lines[1]["agent"] == "order_agent"
+    assert main(["show", "s1", "--json", "--limit", "1"]) == 0
+    (last,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert last == lines[-1]
+
+
+def test_show_refuses_an_unknown_conversation(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["show", "nobody"]) == 2
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert one_line(said.err) == "shopbot: Unknown thread 'nobody': `shopbot threads` lists them."
+
+
 def readme_synopsis() -> dict[str, str]:
     """The README's "Command line" block: each command's line(s), by sub-command ("" for
     the TUI)."""
@@ -391,7 +423,7 @@ def readme_synopsis() -> dict[str, str]:
     return lines
 
 
-@pytest.mark.parametrize("command", ["", "chat", "resume", "threads", "handled", "audit"])
+@pytest.mark.parametrize("command", ["", "chat", "resume", "threads", "show", "handled", "audit"])
 def test_the_readme_synopsis_shows_the_options_help_shows(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
