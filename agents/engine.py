@@ -8,7 +8,7 @@ import asyncio
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Collection, Iterator
 from contextlib import aclosing, contextmanager
 from functools import partial
 from types import TracebackType
@@ -174,9 +174,14 @@ class ShopBotEngine:
         self._recorder.flush()
         return self._audit_log
 
-    def list_threads(self, limit: int | None = 200, matching: str = "") -> list[ThreadInfo]:
+    def list_threads(
+        self, limit: int | None = 200, matching: str = "", among: Collection[str] | None = None
+    ) -> list[ThreadInfo]:
         """The most recently updated first; see `ThreadRegistry.list`."""
-        return self.threads.list(limit=limit, matching=matching)
+        return self.threads.list(limit=limit, matching=matching, among=among)
+
+    def count_threads(self) -> int:
+        return self.threads.count()
 
     def thread(self, thread_id: str) -> ThreadInfo | None:
         return self.threads.get(thread_id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import re
 import sqlite3
+from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, cast
 
@@ -67,6 +68,8 @@ _SCHEMA = (
     LEASES_SCHEMA,
     ESCALATIONS_SCHEMA,
 )
+# Thread ids a query asks for by name (`_rows_among`).
+_IDS_A_QUERY = 500
 # Every write bumps `touched` past all others, inside the write transaction.
 _TOUCH = "touched = (SELECT coalesce(max(touched), 0) + 1 FROM threads), updated_at = ?"
 
@@ -214,16 +217,23 @@ class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
         return info
 
     # `builtins.list` below: inside the class, `list` is this method.
-    def list(self, limit: int | None = 200, matching: str = "") -> builtins.list[ThreadInfo]:
+    def list(
+        self, limit: int | None = 200, matching: str = "", among: Collection[str] | None = None
+    ) -> builtins.list[ThreadInfo]:
         """Threads, the most recently updated first: at most `limit` (all with None), and with
         `matching` only those it `matches` (searched here, in Python: SQLite's LIKE and lower()
-        fold only ASCII letters, and a customer may well be called Łukasz)."""
+        fold only ASCII letters, and a customer may well be called Łukasz); with `among`, only
+        those of these ids (an id of no thread is left out)."""
         needle = matching.strip()
         # (SQLite's LIMIT -1: no limit; a search counts only the threads that match.)
         bound = -1 if limit is None or needle else limit
         with self._lock:
-            rows = self._conn.execute(
-                "SELECT * FROM threads ORDER BY touched DESC LIMIT ?", (bound,)
+            rows: Iterable[sqlite3.Row] = (
+                self._rows_among(among)
+                if among is not None
+                else self._conn.execute(
+                    "SELECT * FROM threads ORDER BY touched DESC LIMIT ?", (bound,)
+                )
             )
             found: builtins.list[ThreadInfo] = []
             for row in rows:
@@ -233,6 +243,27 @@ class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
                 if info.matches(needle):
                     found.append(info)
         return found
+
+    def _rows_among(self, thread_ids: Collection[str]) -> builtins.list[sqlite3.Row]:
+        # A few hundred ids a query: SQLite before 3.32 allows 999 parameters (and JSON, which
+        # would take them in one, is optional before 3.38).
+        ids = sorted(set(thread_ids))
+        rows: builtins.list[sqlite3.Row] = []
+        for start in range(0, len(ids), _IDS_A_QUERY):
+            chunk = ids[start : start + _IDS_A_QUERY]
+            marks = ", ".join("?" * len(chunk))
+            rows += self._conn.execute(
+                f"SELECT * FROM threads WHERE thread_id IN ({marks})",  # noqa: S608 - only ?s
+                chunk,
+            ).fetchall()
+        rows.sort(key=lambda row: int(row["touched"]), reverse=True)
+        return rows
+
+    def count(self) -> int:
+        """How many threads there are (the list may show only the most recent)."""
+        with self._lock:
+            (count,) = self._conn.execute("SELECT count(*) FROM threads").fetchone()
+        return int(count)
 
     def with_status(self, status: ThreadStatus) -> builtins.list[ThreadInfo]:
         """Threads in `status` ("answering": their last turn has not ended, running elsewhere

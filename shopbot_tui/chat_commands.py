@@ -104,6 +104,8 @@ class ChatCommands:
                 stored_drafts=engine.drafted_threads,
                 drafts_now=chat.drafts.drafted,
                 escalated=lambda: {e.thread_id for e in engine.escalations()},
+                waiting=engine.waiting_for_decision,
+                count_threads=engine.count_threads,
                 current_thread=chat.thread_id,
                 customer=chat.customer,
                 settings=chat.settings,

@@ -242,6 +242,37 @@ def test_list_matching_searches_every_thread_in_any_case(registry: ThreadRegistr
     assert registry.list(matching="nobody") == []
 
 
+def test_list_among_ids_reads_those_threads_of_the_whole_registry(
+    registry: ThreadRegistry,
+) -> None:
+    """The conversation list's views (escalated, with a draft) name their threads by id: found
+    however old, the most recent first, an id of no thread (a draft of a conversation never
+    started) left out; more ids than SQLite takes in one query too."""
+    count = 1200
+    for number in range(count):
+        registry.ensure(f"t-{number:04d}", customer="Łukasz" if number == 3 else "Sam")
+    registry.append_line("t-0002", "customer", "hello")  # now the most recent
+    among = {"t-0003", "t-0002", "t-1100", "never-started"}
+    assert [t.thread_id for t in registry.list(limit=None, among=among)] == [
+        "t-0002",
+        "t-1100",
+        "t-0003",
+    ]
+    assert [t.thread_id for t in registry.list(limit=2, among=among)] == ["t-0002", "t-1100"]
+    assert [t.thread_id for t in registry.list(matching="łukasz", among=among)] == ["t-0003"]
+    assert registry.list(among=set()) == []
+    everyone = {f"t-{number:04d}" for number in range(count)}
+    assert len(registry.list(limit=None, among=everyone)) == count
+    assert registry.count() == count
+
+
+def test_count_counts_every_thread(registry: ThreadRegistry) -> None:
+    assert registry.count() == 0
+    registry.ensure("a", customer=None)
+    registry.save_draft("never-started", "hi")  # a draft is no thread
+    assert registry.count() == 1
+
+
 def test_transcript_keeps_order_and_every_character(registry: ThreadRegistry) -> None:
     registry.ensure("t1", customer="Alex")
     registry.ensure("t2", customer="Sam")

@@ -7,11 +7,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual import events
 from textual.color import Color
 from textual.command import CommandList, CommandPalette
 from textual.pilot import Pilot
-from textual.widgets import Button, DataTable, Input
+from textual.widgets import Button, DataTable, Input, Tab, Tabs
 
 from agents.facade import AuditQuery, ShopBotEngine
 from agents.offline.demo_model import OfflineDemoModel
@@ -29,6 +30,7 @@ from tests.test_tui_chat import contrast
 from tests.test_tui_helpers import (
     SIZE,
     GatedModel,
+    frame_text,
     instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
     make_app,
@@ -313,7 +315,7 @@ async def test_the_marks_of_the_thread_list_read_in_the_light_theme_too(tmp_path
                 for segment in strip
                 if segment.text.strip() in ("●", "✗") and segment.style is not None
             ]
-            assert len(marks) == 3, marks  # two rows and the hint
+            assert len(marks) == 3, marks  # two rows and the Waiting tab
             for mark in marks:
                 assert mark.style is not None and mark.style.color and mark.style.bgcolor
                 ink = Color.from_rich_color(mark.style.color)
@@ -665,3 +667,152 @@ async def test_typing_while_the_new_button_has_the_focus_filters_the_list(
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
         assert app.chat.thread_id not in (before, "t-one") and app.chat.customer == "Sam"
+
+
+def seed_queues(app: Any) -> None:
+    """Conversations in every state that needs a person, one of each far older than the
+    SHOWN most recent the list loads, and a draft of a conversation never started."""
+    engine = app.engine
+    assert engine is not None
+    threads = engine.threads
+    threads.ensure("t-waits-old", customer="Sam")
+    threads.update("t-waits-old", status="awaiting_approval")
+    threads.ensure("t-esc-old", customer="Łukasz")
+    threads.escalate("t-esc-old", agent="refund_agent", reason="refund over the limit")
+    threads.ensure("t-draft-old", customer="Jordan")
+    threads.save_draft("t-draft-old", "Dear Jordan, about your parcel")
+    threads.save_draft("t-never-started", "a draft of no conversation")
+    for number in range(SHOWN + 10):
+        threads.ensure(f"t-{number:03d}", customer="Sam")
+    threads.ensure("t-esc", customer="Alex")
+    threads.escalate("t-esc", agent="complaints_agent", reason="customer asked for a manager")
+    threads.ensure("t-waits", customer="Alex")
+    threads.update("t-waits", status="awaiting_approval")
+    threads.ensure("t-open", customer="Alex")  # the open one: its draft is in the box
+
+
+def row_ids(screen: ThreadsScreen) -> list[str | None]:
+    return [row.value for row in screen.query_one("#threads", DataTable).rows]
+
+
+def tab_labels(screen: ThreadsScreen) -> list[str]:
+    return [str(tab.label) for tab in screen.query(Tab)]
+
+
+async def test_the_conversation_list_narrows_to_what_needs_a_person(tmp_path: Path) -> None:
+    """A support person working a queue lists only the conversations waiting for a decision,
+    escalated or with a draft: each view counted and found in the whole registry, not only
+    the most recent the list loads; ctrl+t goes from one to the next."""
+    app = make_app(tmp_path, thread_id="t-open", customer="Alex")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        seed_queues(app)
+        await pilot.press(*"Hello Alex")  # in the chat's box: a draft not kept yet
+        screen = await thread_list(pilot)
+        assert tab_labels(screen) == [
+            f"All {SHOWN + 16}",
+            "● Waiting for a decision 2",
+            "▲ Escalated 2",
+            "✎ Drafts 2",  # not the conversation never started
+        ]
+        assert len(row_ids(screen)) == SHOWN and "t-esc-old" not in row_ids(screen)
+
+        views = {
+            "waiting": ["t-waits", "t-waits-old"],
+            "escalated": ["t-esc", "t-esc-old"],
+            "drafts": ["t-open", "t-draft-old"],
+            "all": row_ids(screen),
+        }
+        for view, listed in views.items():
+            await pilot.press("ctrl+t")
+            await wait_until(pilot, lambda listed=listed: row_ids(screen) == listed, view)
+            assert screen.query_one("#views", Tabs).active == f"view-{view}"
+            assert not screen.query_one("#threads-empty").display
+
+        # The text filter narrows the view, over every conversation of it.
+        await pilot.press("ctrl+t", "ctrl+t")  # escalated
+        await pilot.press(*"łukasz")
+        await pilot.pause()
+        assert row_ids(screen) == ["t-esc-old"]
+        painted = painted_text(app, screen.query_one("#threads"))
+        assert "▲" in painted and "t-esc-old" in painted
+        await pilot.press("enter", "enter")  # the filter hands over to the list, which opens
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen) and app.chat.thread_id == "t-esc-old"
+
+
+async def test_a_view_with_nothing_in_it_says_why(tmp_path: Path) -> None:
+    app = make_app(tmp_path, thread_id="t-one", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.engine is not None
+        for thread_id, customer in (("t-one", "Sam"), ("t-two", "Alex")):
+            app.engine.threads.ensure(thread_id, customer=customer)
+        app.engine.threads.escalate("t-two", agent="order_agent", reason="order id still wrong")
+        screen = await thread_list(pilot)
+        empty = screen.query_one("#threads-empty")
+
+        await pilot.click("#view-waiting")  # the tabs take a click too
+        await pilot.pause()
+        assert row_ids(screen) == [] and empty.display
+        assert "No conversation is waiting for a decision." in painted_text(app, empty)
+
+        await pilot.click("#view-escalated")
+        await pilot.pause()
+        assert row_ids(screen) == ["t-two"] and not empty.display
+        await pilot.press(*"sam")  # typed over the list: to the filter
+        await pilot.pause()
+        assert row_ids(screen) == [] and empty.display
+        assert "No escalated conversation matches 'sam'." in painted_text(app, empty)
+
+        await pilot.press("ctrl+t", "ctrl+t")  # on to All: Sam is there
+        await pilot.pause()
+        assert row_ids(screen) == ["t-one"] and not empty.display
+        assert screen.query_one("#filter", Input).value == "sam"
+        await pilot.press("ctrl+f", *"[b]zz")  # shown as typed, not as markup
+        await pilot.pause()
+        assert "No conversation matches '[b]zz'." in painted_text(app, empty)
+
+
+async def test_typing_over_the_views_filters_the_list(tmp_path: Path) -> None:
+    """The tabs are reached with tab, and take left and right; a letter goes to the filter."""
+    app = make_app(tmp_path, thread_id="t-one", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.engine is not None
+        app.engine.threads.ensure("t-one", customer="Sam")
+        app.engine.threads.save_draft("t-one", "half a sentence")
+        screen = await thread_list(pilot)
+        tabs = screen.query_one("#views", Tabs)
+        await pilot.press("shift+tab")
+        assert app.focused is tabs
+        await pilot.press("left")  # wraps round to Drafts
+        await pilot.pause()
+        assert tabs.active == "view-drafts" and row_ids(screen) == ["t-one"]
+        await pilot.press(*"one")
+        await pilot.pause()
+        assert screen.query_one("#filter", Input).value == "one"
+        assert row_ids(screen) == ["t-one"]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (70, 20), (44, 14)])
+async def test_the_views_fit_a_small_terminal_and_leave_the_list_rows(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    app = make_app(tmp_path, thread_id="t-open", customer="Alex")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        assert app.engine is not None
+        for number in range(6):
+            app.engine.threads.ensure(f"t-{number}", customer="Sam")
+            app.engine.threads.escalate(f"t-{number}", agent="order_agent", reason="why not")
+        screen = await thread_list(pilot)
+        await pilot.press("ctrl+t", "ctrl+t")
+        await pilot.pause()
+        frame = frame_text(app)
+        for label in tab_labels(screen):  # each whole, counts and all
+            assert label in frame, (label, frame)
+        assert "▲ 6" in frame if size[0] < 60 else "Escalated 6" in frame
+        assert len([n for n in range(6) if f"t-{n} " in frame]) >= 3, frame
+        if size[0] >= 70:
+            assert "^t Next view" in frame.splitlines()[-1]

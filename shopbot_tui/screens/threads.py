@@ -1,9 +1,10 @@
-"""The thread list: open a past conversation (its history is shown) or start a new one."""
+"""The thread list: open a past conversation (its history is shown) or start a new one; all of
+them, or only those that need a person (thread_views)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
@@ -16,10 +17,9 @@ from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.theme import Theme
-from textual.widgets import Button, DataTable, Footer, Input, Static
+from textual.widgets import Button, DataTable, Footer, Input, Static, Tab, Tabs
 
 from agents.facade import (
-    AGENT_TITLES,
     MessageRejected,
     Settings,
     ThreadInfo,
@@ -28,38 +28,21 @@ from agents.facade import (
     visible,
 )
 from shopbot_tui.ids import new_thread_id
+from shopbot_tui.thread_rows import RowLayout
+from shopbot_tui.thread_views import (
+    VIEW_NAMED,
+    VIEW_OF_TAB,
+    VIEWS,
+    ThreadQueues,
+    ViewName,
+    empty_text,
+    tab_label,
+)
 from shopbot_tui.toasts import hide_covered_toasts
-from shopbot_tui.widgets.audit_table import fit_cell
 from shopbot_tui.widgets.message_box import one_line
 
-# Theme colours ($name): plain yellow was 1.2:1 on the light theme's grey (theme_style).
-STATUS_MARKS: dict[str, tuple[str, str]] = {
-    "answering": ("…", "italic"),
-    "awaiting_approval": ("●", "bold $text-warning"),
-    "error": ("✗", "bold $text-error"),
-    "idle": ("", ""),
-}
-# An idle conversation escalated to a person that no one has marked handled yet.
-ESCALATED_MARK = ("▲", "bold $text-error")
-TITLE_WIDTH = 30
-# A terminal narrower than this lays the list out for its width: the full list needs 105
-# columns of it with the app's thread ids, and at 80 Agent, Turns and Updated sat behind a
-# horizontal scrollbar. Narrow, the list leaves out Agent and Turns (the conversation shows
-# both), keeps the end of a long thread id (what tells the app's ids apart: they begin with
-# the same date and time), the date without its year, and as much of the first message as
-# the width leaves beside a scrollbar and a customer's name of 10 letters: 12 cells at 70
-# columns, 22 at 80.
-NARROW_BELOW = 115
-NARROW_THREAD_WIDTH = 14
-NARROW_LEAVES_OUT = frozenset({"agent", "turns"})
-
-
-def title_width(terminal_width: int) -> int:
-    """The first message's column, for a terminal this wide."""
-    if terminal_width >= NARROW_BELOW:
-        return TITLE_WIDTH
-    return max(10, min(TITLE_WIDTH, terminal_width - 58))
-
+# What typing or pasting over goes to the filter from: everything on the screen but the boxes.
+TYPED_OVER = (DataTable, Button, Tabs)
 
 # The list shows this many of the most recent threads; the filter searches all of them.
 SHOWN = 200
@@ -100,6 +83,11 @@ class ThreadsLoaded(Message):
     drafted: set[str] = field(default_factory=set)
     # The threads escalated and not handled yet.
     escalated: set[str] = field(default_factory=set)
+    # Of the whole registry: the threads waiting for a decision, those escalated or with a
+    # draft (here or kept), and how many there are.
+    waiting: list[ThreadInfo] = field(default_factory=list)
+    marked: list[ThreadInfo] = field(default_factory=list)
+    total: int = 0
 
 
 @dataclass
@@ -111,15 +99,9 @@ class ThreadsFound(Message):
 
 
 class ListThreads(Protocol):
-    def __call__(self, limit: int | None = ..., matching: str = ...) -> list[ThreadInfo]: ...
-
-
-def theme_style(style: str, variables: Mapping[str, str]) -> str:
-    """'bold $text-warning' -> 'bold #A86D1C' in the theme of `variables` (a DataTable cell is
-    Rich text, which knows no theme variables)."""
-    return " ".join(
-        variables.get(word[1:], "") if word.startswith("$") else word for word in style.split()
-    )
+    def __call__(
+        self, limit: int | None = ..., matching: str = ..., among: Collection[str] | None = ...
+    ) -> list[ThreadInfo]: ...
 
 
 class ThreadsScreen(ModalScreen[ThreadChoice | None]):
@@ -136,6 +118,15 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         Binding("escape", "dismiss_screen", "Close", id="threads.close"),
         Binding("ctrl+n", "new_thread", "New conversation", id="threads.new"),
         Binding("ctrl+f", "focus_filter", "Filter", id="threads.filter"),
+        # ctrl+t opened the list: again, it narrows it to what needs a person (a letter would
+        # go to the filter, see on_key; the focused filter box keeps most other ctrl keys).
+        Binding(
+            "ctrl+t",
+            "next_view",
+            "Next view",
+            tooltip="All, waiting for a decision, escalated, with a draft",
+            id="threads.view",
+        ),
     ]
 
     def __init__(
@@ -148,11 +139,21 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         stored_drafts: Callable[[], set[str]] | None = None,
         drafts_now: Callable[[set[str]], set[str]] | None = None,
         escalated: Callable[[], set[str]] | None = None,
+        waiting: Callable[[], list[ThreadInfo]] | None = None,
+        count_threads: Callable[[], int] | None = None,
+        view: ViewName = "all",
     ) -> None:
         """`stored_drafts`: the threads with a draft kept (read off the event loop);
         `drafts_now`: those as the chat has them now, given those (on the loop);
-        `escalated`: the threads escalated and not handled yet (off the loop)."""
+        `escalated`: the threads escalated and not handled yet (off the loop); `waiting`:
+        those waiting for a decision, the one left longest first, and `count_threads`: how
+        many there are (both off the loop); `view`: the one shown first."""
         super().__init__()
+        self._read_waiting = waiting
+        self._count_threads = count_threads
+        self._view = view
+        # Each view's threads and count, once read.
+        self._queues: ThreadQueues | None = None
         self._list_threads = list_threads
         self._stored_drafts = stored_drafts
         self._drafts_now = drafts_now
@@ -169,10 +170,8 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         self._more = False
         self._found: ThreadsFound | None = None
         self._shown: list[ThreadInfo] = []
-        # Laid out for a narrow terminal (NARROW_BELOW), and the first message's width: set
-        # on mount, changed on resize.
-        self._narrow = False
-        self._title_width = TITLE_WIDTH
+        # Laid out for the terminal's width: set on mount, changed on resize.
+        self._layout = RowLayout.for_width(0)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="threads-dialog") as dialog:
@@ -183,6 +182,11 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
                 placeholder="Filter by thread, customer or first message",
                 select_on_focus=False,
                 id="filter",
+            )
+            yield Tabs(
+                *(Tab(view.label, id=view.tab_id) for view in VIEWS),
+                active=VIEW_NAMED[self._view].tab_id,
+                id="views",
             )
             table: DataTable[Text] = DataTable(id="threads", cursor_type="row", zebra_stripes=True)
             table.loading = True
@@ -195,14 +199,13 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
                     id="new-customer",
                 )
                 yield Button(new_label(self._customer), id="new", variant="primary")
+            # (The views' tabs say what each mark means.)
             yield Static(
                 Content.assemble(
-                    ("●", STATUS_MARKS["awaiting_approval"][1]),
-                    " waits for a decision · ",
-                    ESCALATED_MARK,
-                    " escalated · ",
                     ("enter", "bold"),
                     " open · ",
+                    ("ctrl+t", "bold"),
+                    " next view · ",
                     ("ctrl+n", "bold"),
                     " new · ",
                     ("esc", "bold"),
@@ -221,7 +224,7 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         a conversation. (The boxes take their letters before this.)"""
         if not (event.is_printable and event.character):
             return
-        if not isinstance(self.focused, DataTable | Button):
+        if not isinstance(self.focused, TYPED_OVER):
             return
         # Bindings run after this handler (Textual checks them once the key has bubbled up
         # unhandled): a key bound here, on the focused widget or on the app keeps its action.
@@ -234,9 +237,10 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         box.insert_text_at_cursor(event.character)
 
     def on_paste(self, event: events.Paste) -> None:
-        """A paste over the list or the New button filters it, as typing does: it went
-        nowhere. One line, as the filter is (a message box's paste is joined the same way)."""
-        if not isinstance(self.focused, DataTable | Button):
+        """A paste over the list, its tabs or the New button filters it, as typing does: it
+        went nowhere. One line, as the filter is (a message box's paste is joined the same
+        way)."""
+        if not isinstance(self.focused, TYPED_OVER):
             return
         event.stop()
         box = self.query_one("#filter", Input)
@@ -245,32 +249,25 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
 
     def on_mount(self) -> None:
         self._set_layout(self.app.size.width)
+        self._label_views()
         self._add_columns()
         self.app.theme_changed_signal.subscribe(self, self._restyle)
         self._load()
 
     def _add_columns(self) -> None:
-        table = self.query_one("#threads", DataTable)
-        narrow = self._narrow
-        table.add_column(Text(""), key="status", width=1)
-        thread_width = NARROW_THREAD_WIDTH if narrow else None
-        table.add_column(Text("Thread"), key="thread", width=thread_width)
-        table.add_column(Text("Customer"), key="customer")
-        table.add_column(Text("First message"), key="title", width=self._title_width)
-        if not narrow:
-            table.add_column(Text("Agent"), key="agent")
-            table.add_column(Text("Turns"), key="turns")
-        table.add_column(Text("Updated (UTC)"), key="updated")
+        self._layout.add_columns(self.query_one("#threads", DataTable))
 
     def _set_layout(self, terminal_width: int) -> bool:
         """Lay the list out for this width; whether that changed its columns."""
-        layout = (terminal_width < NARROW_BELOW, title_width(terminal_width))
-        changed = layout != (self._narrow, self._title_width)
-        self._narrow, self._title_width = layout
+        layout = RowLayout.for_width(terminal_width)
+        changed, self._layout = layout != self._layout, layout
         return changed
 
     def on_resize(self, event: events.Resize) -> None:
-        if self._set_layout(event.size.width) and self.is_mounted:
+        changed = self._set_layout(event.size.width)
+        if self.is_mounted:
+            self._label_views()
+        if changed and self.is_mounted:
             table = self.query_one("#threads", DataTable)
             row = table.cursor_row
             table.clear(columns=True)
@@ -289,12 +286,19 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
 
     @work(exclusive=True, exit_on_error=False, group="threads-load")
     async def _load(self) -> None:
+        # Typed here and perhaps not kept yet: the threads `drafts_now` may add to those kept.
+        typed = self._drafts_now(set()) if self._drafts_now else set()
         # The registry is SQLite: read it off the event loop.
         try:
             threads = await asyncio.to_thread(self._list_threads, SHOWN + 1)
             drafted = await asyncio.to_thread(self._stored_drafts) if self._stored_drafts else set()
             escalated = (
                 await asyncio.to_thread(self._read_escalated) if self._read_escalated else set()
+            )
+            waiting = await asyncio.to_thread(self._read_waiting) if self._read_waiting else []
+            total = await asyncio.to_thread(self._count_threads) if self._count_threads else 0
+            marked = await asyncio.to_thread(
+                self._list_threads, None, "", escalated | drafted | typed
             )
         except Exception as exc:
             problem = (
@@ -304,7 +308,16 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
             )
             self.post_message(ThreadsLoaded([], error=problem))
         else:
-            self.post_message(ThreadsLoaded(threads, drafted=drafted, escalated=escalated))
+            self.post_message(
+                ThreadsLoaded(
+                    threads,
+                    drafted=drafted,
+                    escalated=escalated,
+                    waiting=waiting[::-1],  # the most recent first, as the list
+                    marked=marked,
+                    total=total or len(threads),
+                )
+            )
 
     @on(ThreadsLoaded)
     def _loaded(self, message: ThreadsLoaded) -> None:
@@ -317,64 +330,65 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         drafted = message.drafted
         self._escalated = message.escalated
         self._drafted = self._drafts_now(drafted) if self._drafts_now else drafted
-        if self._more:
-            self.query_one("#threads-dialog").border_subtitle = Content(
-                f"the {SHOWN} most recent · the filter searches all"
-            )
+        self._queues = ThreadQueues.sorted_out(
+            message.total,
+            message.waiting,
+            message.marked,
+            escalated=self._escalated,
+            drafted=self._drafted,
+        )
+        self._label_views()
         self._refilter(self.query_one("#filter", Input).value)
         if self.focused is None:  # a loading table cannot take the focus AUTO_FOCUS gave it
             table.focus()
+
+    def _label_views(self) -> None:
+        """Each view's tab, for this width, with its count once read."""
+        queues, width = self._queues, self.app.size.width
+        for view in VIEWS:
+            count = queues.count(view.name) if queues is not None else None
+            label = tab_label(view, count, narrow=self._layout.narrow, width=width)
+            self.query_one(f"#{view.tab_id}", Tab).label = label
+
+    def _rows(self, needle: str) -> list[ThreadInfo]:
+        """The threads of the view that match `needle`, at most SHOWN."""
+        if self._view != "all":
+            threads = self._queues.threads(self._view) if self._queues else []
+            return [info for info in threads if info.matches(needle)][:SHOWN]
+        found = self._found
+        if found is not None and found.needle == needle:
+            return found.threads
+        return [info for info in self._threads if info.matches(needle)]
 
     def _fill(self, needle: str) -> None:
         table: DataTable[Text] = self.query_one("#threads", DataTable)
         table.clear()
         variables = self.app.theme_variables
         needle = needle.strip()
-        found = self._found
-        if found is not None and found.needle == needle:
-            self._shown = found.threads
-        else:
-            self._shown = [info for info in self._threads if info.matches(needle)]
-        narrow = self._narrow
+        self._shown = self._rows(needle)
         for info in self._shown:
-            mark, style = STATUS_MARKS.get(info.status, ("", ""))
-            if not mark and info.thread_id in self._escalated:
-                mark, style = ESCALATED_MARK
-            current = info.thread_id == self._current
-            thread = info.thread_id
-            if narrow:
-                thread = fit_cell(thread, NARROW_THREAD_WIDTH, keep_end=True).rstrip()
-            updated = info.updated_at[:16].replace("T", " ")
-            cells = {
-                "status": Text(mark, style=theme_style(style, variables)),
-                "thread": Text(thread, style="bold" if current else ""),
-                "customer": Text(visible(info.customer or "")),
-                "title": self._title(info),
-                "agent": Text(
-                    AGENT_TITLES.get(info.active_agent, info.active_agent).removesuffix(" agent")
-                ),
-                "turns": Text(str(info.turns), justify="right"),
-                "updated": Text(updated[5:] if narrow else updated),
-            }
-            table.add_row(
-                *(cell for key, cell in cells.items() if not (narrow and key in NARROW_LEAVES_OUT)),
-                key=info.thread_id,
+            cells = self._layout.cells(
+                info,
+                current=info.thread_id == self._current,
+                escalated=info.thread_id in self._escalated,
+                escalation_first=self._view == "escalated",  # what put it there
+                drafted=info.thread_id in self._drafted,
+                variables=variables,
             )
+            table.add_row(*cells, key=info.thread_id)
         empty = self.query_one("#threads-empty", Static)
         empty.display = not table.row_count
-        empty.update(
-            Content("No conversations yet: start one below.")
-            if not self._threads
-            else Content("No conversation matches the filter.")
-        )
+        empty.update(empty_text(VIEW_NAMED[self._view], needle))
+        self.query_one("#threads-dialog").border_subtitle = self._subtitle()
 
-    def _title(self, info: ThreadInfo) -> Text:
-        """The first message, after ✎ when a draft waits in the conversation."""
-        title = Text(overflow="ellipsis", no_wrap=True)
-        if info.thread_id in self._drafted:
-            title.append("✎ ", style="bold")
-        title.append(visible(info.title))
-        return title
+    def _subtitle(self) -> Content:
+        """Said when the list holds only the most recent (a view holds all its own)."""
+        if self._view == "all":
+            return Content(
+                f"the {SHOWN} most recent · the filter searches all" if self._more else ""
+            )
+        more = self._queues is not None and self._queues.count(self._view) > SHOWN
+        return Content(f"the {SHOWN} most recent" if more else "")
 
     @on(Input.Changed, "#filter")
     def _filter(self, event: Input.Changed) -> None:
@@ -382,9 +396,9 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
 
     def _refilter(self, needle: str) -> None:
         """The loaded threads that match, at once; all of them, once searched, if the list
-        holds only the most recent."""
+        holds only the most recent (a view that needs a person holds all of its own)."""
         self._fill(needle)
-        if self._more and needle.strip():
+        if self._view == "all" and self._more and needle.strip():
             self._search(needle.strip())
 
     @work(exclusive=True, exit_on_error=False, group="threads-search")
@@ -399,6 +413,17 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         if message.needle == needle:
             self._found = message
             self._fill(needle)
+
+    @on(Tabs.TabActivated, "#views")
+    def _view_chosen(self, event: Tabs.TabActivated) -> None:
+        self._view = VIEW_OF_TAB[event.tab.id or ""].name
+        if self._queues is None:
+            return  # shown once loaded
+        self._refilter(self.query_one("#filter", Input).value)
+        self.query_one("#threads", DataTable).move_cursor(row=0)
+
+    def action_next_view(self) -> None:
+        self.query_one("#views", Tabs).action_next_tab()
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self) -> None:
