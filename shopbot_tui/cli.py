@@ -208,12 +208,22 @@ def _run(settings: Settings, action: Callable[[ShopBotEngine], Awaitable[int]]) 
     return asyncio.run(_with_engine(settings, action))
 
 
-def _threads(settings: Settings, as_json: bool) -> int:
+def _threads(settings: Settings, only: str | None, as_json: bool) -> int:
+    """Every conversation, most recent first; `only`: those waiting for a decision (the one
+    left alone longest first) or escalated to a person (the oldest escalation first), the
+    app's views of what needs a person."""
     from agents.facade import ThreadRegistry
 
     with ThreadRegistry(settings.threads_path) as registry:
         escalated = {e.thread_id: e for e in registry.escalations()}
-        for info in registry.list(limit=None):
+        if only == "waiting":
+            listed = registry.with_status("awaiting_approval")
+        elif only == "escalated":
+            listed = registry.list(limit=None, among=list(escalated))
+            listed.sort(key=lambda info: escalated[info.thread_id].since)
+        else:
+            listed = registry.list(limit=None)
+        for info in listed:
             escalation = escalated.get(info.thread_id)
             if as_json:
                 shown = escalation.to_json() if escalation else None
@@ -439,7 +449,7 @@ def _dispatch(args: argparse.Namespace, json_out: JsonOutput | None) -> int:
 
         return _run(settings, resume)
     if args.command == "threads":
-        return _threads(settings, args.json)
+        return _threads(settings, args.only, args.json)
     if args.command == "handled":
         return _handled(settings, args.thread_id, args.json)
     if args.command == "show":

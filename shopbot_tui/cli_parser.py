@@ -149,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--offline", dest="chat_offline", action="store_true", help=offline_help)
 
     threads = commands.add_parser("threads", help="list conversations")
+    threads.add_argument(
+        "--only",
+        choices=("waiting", "escalated"),
+        help="only those waiting for a decision, or escalated to a person (oldest first)",
+    )
     threads.add_argument("--json", action="store_true", help="one JSON object per line")
 
     show = commands.add_parser("show", help="print a conversation, as the app shows it")

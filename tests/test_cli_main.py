@@ -374,6 +374,31 @@ def test_the_apps_customer_before_chat_is_the_customer(
     assert (listed["thread_id"], listed["customer"]) == ("c1", "Alex")
 
 
+def test_threads_only_lists_what_needs_a_person(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    said = {
+        "idle1": "Where is ORD-001?",
+        "wait1": "Refund ORD-001, the left earcup stopped working",
+        "esc1": "Refund ORD-004, the monitor has dead pixels all over",
+        "esc2": "Refund ORD-004 please, the monitor arrived with a cracked stand",
+    }
+    for thread, message in said.items():
+        assert main(["chat", thread, message, "--offline", "--customer", "Alex"]) == 0
+    capsys.readouterr()
+
+    def listed(*only: str) -> list[str]:
+        assert main(["threads", *only, "--json"]) == 0
+        return [json.loads(line)["thread_id"] for line in capsys.readouterr().out.splitlines()]
+
+    assert listed() == ["esc2", "esc1", "wait1", "idle1"]  # most recent first
+    assert listed("--only", "waiting") == ["wait1"]
+    assert listed("--only", "escalated") == ["esc1", "esc2"]  # escalated longest first
+    assert main(["handled", "esc1"]) == 0
+    capsys.readouterr()
+    assert listed("--only", "escalated") == ["esc2"]
+
+
 def test_show_prints_a_conversation_as_the_app_shows_it(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
