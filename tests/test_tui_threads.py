@@ -55,6 +55,17 @@ async def thread_list(pilot: Pilot[Any]) -> ThreadsScreen:
     return screen
 
 
+async def list_of_two(pilot: Pilot[Any]) -> ThreadsScreen:
+    """Two conversations of Sam's, the app's first on ORD-002 and a new one on ORD-005, and
+    their list open."""
+    await settle(pilot)
+    await send(pilot, "Where is ORD-002?")
+    await pilot.press("ctrl+n")
+    await settle(pilot)
+    await send(pilot, "Where is ORD-005?")
+    return await thread_list(pilot)
+
+
 async def test_new_thread_then_switch_back_with_history(tmp_path: Path) -> None:
     app = make_app(tmp_path, thread_id="t-one", customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
@@ -559,12 +570,7 @@ async def test_a_thread_opened_while_another_answers_never_shows_that_ones_step(
 async def test_typing_over_the_conversation_list_filters_it(tmp_path: Path) -> None:
     app = make_app(tmp_path, thread_id="t-one", customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await send(pilot, "Where is ORD-002?")
-        await pilot.press("ctrl+n")
-        await settle(pilot)
-        await send(pilot, "Where is ORD-005?")
-        screen = await thread_list(pilot)
+        screen = await list_of_two(pilot)
         table = screen.query_one("#threads", DataTable)
         assert app.focused is table and table.row_count == 2
         await pilot.press(*"002")  # no ctrl+f first: typing goes to the filter
@@ -581,12 +587,7 @@ async def test_a_paste_over_the_conversation_list_filters_it(tmp_path: Path) -> 
     goes there too now, its lines joined into the filter's one."""
     app = make_app(tmp_path, thread_id="t-one", customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await send(pilot, "Where is ORD-002?")
-        await pilot.press("ctrl+n")
-        await settle(pilot)
-        await send(pilot, "Where is ORD-005?")
-        screen = await thread_list(pilot)
+        screen = await list_of_two(pilot)
         table = screen.query_one("#threads", DataTable)
         box = screen.query_one("#filter", Input)
         assert app.focused is table and table.row_count == 2
@@ -634,12 +635,7 @@ async def test_typing_while_the_new_button_has_the_focus_filters_the_list(
     nowhere. They go to the filter now, and the button's keys and the list's still work."""
     app = make_app(tmp_path, thread_id="t-one", customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await send(pilot, "Where is ORD-002?")
-        await pilot.press("ctrl+n")
-        await settle(pilot)
-        await send(pilot, "Where is ORD-005?")
-        screen = await thread_list(pilot)
+        screen = await list_of_two(pilot)
         table = screen.query_one("#threads", DataTable)
         button = screen.query_one("#new", Button)
         await pilot.press("tab", "tab")  # past the customer's name, to the button
