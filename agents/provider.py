@@ -54,8 +54,11 @@ def _retry_after_seconds(response: httpx.Response) -> float | None:
     return max(0.0, float((moment - dt.datetime.now(dt.UTC)).total_seconds()))
 
 
-def retry_delay(exc: BaseException, attempt: int, budget: RetryBudget) -> float | None:
-    """Seconds to wait before attempt `attempt + 1`, or None when `exc` is not worth retrying."""
+def retry_delay(
+    exc: BaseException, attempt: int, budget: RetryBudget, *, timeouts: int = 0
+) -> float | None:
+    """Seconds to wait before attempt `attempt + 1`, or None when `exc` is not worth retrying.
+    `timeouts`: how many attempts so far timed out, this one included."""
     if isinstance(exc, httpx.HTTPStatusError):
         if exc.response.status_code not in RETRYABLE_STATUS:
             return None
@@ -63,7 +66,7 @@ def retry_delay(exc: BaseException, attempt: int, budget: RetryBudget) -> float 
         if asked is not None:
             return asked if asked <= budget.max_retry_after else None
     elif isinstance(exc, httpx.TimeoutException):
-        if attempt >= budget.timeout_attempts:
+        if timeouts >= budget.timeout_attempts:
             return None
     elif not isinstance(exc, httpx.TransportError | UnreadableReply):
         return None
@@ -199,6 +202,7 @@ async def call_model(
     retry the fronts are told, with `Retrying`, to drop what they had shown).
     """
     budget = runtime.context.retry
+    timeouts = 0
     for attempt in range(1, budget.attempts + 1):
         try:
             async with asyncio.timeout(budget.reply_deadline):
@@ -210,9 +214,10 @@ async def call_model(
         except Exception as exc:
             if not _is_provider_failure(exc):
                 raise
+            timeouts += isinstance(exc, httpx.TimeoutException)
             # Not retried after the deadline: a provider that slow is not better a moment later.
             delay = (
-                retry_delay(exc, attempt, budget)
+                retry_delay(exc, attempt, budget, timeouts=timeouts)
                 if attempt < budget.attempts and not isinstance(exc, TimeoutError)
                 else None
             )

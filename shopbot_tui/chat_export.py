@@ -23,9 +23,11 @@ def transcript_markdown(
     lines: Sequence[ChatLine],
     *,
     exported_at: datetime | None,
+    status: str | None = None,
 ) -> str:
     """The whole conversation: customer lines quoted, replies as the Markdown they are.
-    (`exported_at` None: shown, not exported, by `shopbot show`.)"""
+    (`exported_at` None: shown, not exported, by `shopbot show`, which says its `status`,
+    Markdown whose stored parts are escaped already.)"""
     customer = info.customer if info and info.customer else None
     out = [
         f"# ShopBot conversation {thread_id}",
@@ -33,6 +35,8 @@ def transcript_markdown(
         f"- Customer: {escape_markdown(customer) if customer else 'not given'}",
         f"- Started: {info.created_at if info else 'not started'}",
     ]
+    if status is not None:
+        out.append(f"- Status: {status}")
     if exported_at is not None:
         out.append(f"- Exported: {exported_at.isoformat(timespec='seconds')}")
     out.append("")

@@ -242,7 +242,8 @@ class ChatNotices:
 def escalation_line(escalation: Escalation) -> str:
     """'Conversation t-7 escalated by the Refund agent: refund above the auto-refund limit.'"""
     agent = escalation.agent
-    by = f" by the {AGENT_TITLES.get(agent, agent)}" if agent else ""
+    # Both from the registry, which another program may have written: text, never control.
+    by = f" by the {visible(AGENT_TITLES.get(agent, agent))}" if agent else ""
     reason = " ".join(visible(escalation.reason).split()).rstrip(".")
     if len(reason) > ESCALATION_REASON_WIDTH:
         reason = reason[: ESCALATION_REASON_WIDTH - 1].rstrip() + "…"

@@ -103,11 +103,12 @@ def _print_markdown(text: str) -> None:
         print(visible(text))
         return
     from rich.console import Console
-    from rich.markdown import Markdown
 
-    # Made visible first: what the model wrote is text, never terminal control. Links show
-    # their address beside the text, never hidden behind it.
-    Console(highlight=False).print(Markdown(visible(text), hyperlinks=False))
+    from shopbot_tui.terminal_markdown import WrittenMarkdown
+
+    # Made visible first: what the model wrote is text, never terminal control. HTML shows
+    # as written, links and images with their address, never hidden behind their text.
+    Console(highlight=False).print(WrittenMarkdown(visible(text)))
 
 
 def _describe_pending(kind: str, payload: dict[str, Any]) -> str:
@@ -308,17 +309,29 @@ def _show(settings: Settings, thread_id: str, limit: int | None, as_json: bool) 
     from dataclasses import asdict
 
     from agents.facade import ThreadRegistry
-    from shopbot_tui.chat_export import transcript_markdown
+    from shopbot_tui.chat_export import escape_markdown, transcript_markdown
 
     with ThreadRegistry(settings.threads_path) as registry:
         if (info := registry.get(thread_id)) is None:
             raise UsageError(f"Unknown thread {quoted(thread_id)}: `shopbot threads` lists them.")
         lines = registry.lines(thread_id, limit=limit)
+        escalation = next((e for e in registry.escalations() if e.thread_id == thread_id), None)
     if as_json:
         for line in lines:
             print(safe_json(asdict(line)))
         return EXIT_OK
-    _print_markdown(transcript_markdown(thread_id, info, lines, exported_at=None))
+    # What a person checks before `resume` or `handled`.
+    if info.status == "awaiting_approval":
+        status = f"waiting for a decision (`shopbot resume {thread_id} DECISION`)"
+    elif escalation is not None:
+        status = (
+            f"escalated to a person since {escalation.since}: "
+            f"{escape_markdown(escalation.reason)} "
+            f"(`shopbot handled {thread_id}` once handled)"
+        )
+    else:
+        status = {"error": "its last turn failed"}.get(info.status, info.status)
+    _print_markdown(transcript_markdown(thread_id, info, lines, exported_at=None, status=status))
     return EXIT_OK
 
 
@@ -339,25 +352,29 @@ def _json_output(args: argparse.Namespace) -> JsonOutput | None:
     return None
 
 
-def _json_output_of_refused(argv: Sequence[str] | None) -> JsonOutput | None:
-    """`chat --json` or `resume --json` on a command line the parser refused (a mistyped
+def _json_output_of_refused(
+    refused: CommandLineRefused, argv: Sequence[str] | None
+) -> JsonOutput | None:
+    """`chat --json` or `resume --json` on a command line their parser refused (a mistyped
     option, a missing argument): the error object still, naming no thread, since nothing
     on that line was understood (nor any thread read)."""
     words = sys.argv[1:] if argv is None else list(argv)
-    if "--json" in words and any(word in JSON_COMMANDS for word in words):
+    if refused.command in JSON_COMMANDS and "--json" in words:
         return JsonOutput("")
     return None
 
 
-# The app's own options, refused beside a sub-command that would silently ignore them:
-# `shopbot --thread t1 chat t2 hi` wrote to t2.
-APP_OPTIONS_ELSEWHERE = {
+# The app's own options, refused beside any sub-command (only `chat` takes a customer): one
+# that would silently ignore them misleads (`shopbot --thread t1 chat t2 hi` wrote to t2).
+# What to do instead, where there is more to say than the command's --help.
+APP_OPTIONS_INSTEAD = {
     "thread": {
         "chat": "`shopbot chat THREAD MESSAGE` names the conversation as THREAD",
         "resume": "`shopbot resume THREAD DECISION` names the conversation as THREAD",
+        "show": "`shopbot show THREAD` names the conversation as THREAD",
+        "handled": "`shopbot handled THREAD` names the conversation as THREAD",
         "audit": "for one conversation's events: `shopbot audit --thread ID`",
         "threads": "`shopbot threads` lists every conversation",
-        "handled": "`shopbot handled THREAD` names the conversation as THREAD",
     },
     "customer": {
         "resume": "the customer is the one the conversation started with",
@@ -369,18 +386,30 @@ APP_OPTIONS_ELSEWHERE = {
 
 
 def _refuse_app_options(args: argparse.Namespace) -> None:
+    if args.command is None:
+        return
     given = (args.customer, getattr(args, "chat_customer", None))
-    if args.command == "chat" and None not in given and given[0] != given[1]:
-        raise UsageError(
-            f"two customers: --customer {quoted(given[0])} before the command and "
-            f"{quoted(given[1])} after it; give one."
-        )
-    for option, instead in APP_OPTIONS_ELSEWHERE.items():
-        if getattr(args, option) is not None and args.command in instead:
+    if args.command == "chat":
+        if None not in given and not _same_name(*given):
+            raise UsageError(
+                f"two customers: --customer {quoted(given[0])} before the command and "
+                f"{quoted(given[1])} after it; give one."
+            )
+        given = (None, None)  # `shopbot --customer NAME chat ...`: the chat's customer
+    for option, value in (("thread", args.thread), ("customer", given[0])):
+        if value is not None:
+            instead = APP_OPTIONS_INSTEAD[option].get(
+                args.command, f"`shopbot {args.command} --help` says what it takes"
+            )
             raise UsageError(
                 f"--{option} before the command is the app's option, not "
-                f"`{args.command}`'s: {instead[args.command]}."
+                f"`{args.command}`'s: {instead}."
             )
+
+
+def _same_name(a: str | None, b: str | None) -> bool:
+    """Names as the ownership gate compares them: case and spacing aside."""
+    return " ".join(str(a).split()).casefold() == " ".join(str(b).split()).casefold()
 
 
 async def _answered(
@@ -485,7 +514,7 @@ def _main(argv: Sequence[str] | None) -> int:
         try:
             args = parse_command_line(argv)
         except CommandLineRefused as exc:
-            json_out = _json_output_of_refused(argv)
+            json_out = _json_output_of_refused(exc, argv)
             raise UsageError(str(exc)) from None
         json_out = _json_output(args)
         return _dispatch(args, json_out)

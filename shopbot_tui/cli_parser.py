@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import sys
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NoReturn
@@ -17,10 +18,21 @@ EXIT_USAGE = 2
 
 
 class CommandLineRefused(Exception):
-    """The parser refused the command line (exit code 2); the message is safe to print."""
+    """The parser refused the command line (exit code 2); the message is safe to print.
+    `command`: the sub-command whose parser refused it (None: the top level's)."""
+
+    def __init__(self, message: str, command: str | None) -> None:
+        super().__init__(message)
+        self.command = command
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # No abbreviations: `--js` read as --json, and a script using one would break the day
+        # another option begins the same way.
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         # One line, not argparse's usage dump; argparse quotes arguments raw ("unrecognized
         # arguments: ...") or with repr(), so the line goes through `visible_line` too, and
@@ -32,7 +44,8 @@ class _Parser(argparse.ArgumentParser):
         # A sub-command's own mistake points at its own help (`shopbot resume --help`), where
         # its arguments are; the top-level help lists only the sub-commands. Raised, not
         # exited: `chat --json` prints its error object for this refusal too.
-        raise CommandLineRefused(f"{message} (see `{self.prog} --help`)")
+        command = self.prog.split()[1] if " " in self.prog else None
+        raise CommandLineRefused(f"{message} (see `{self.prog} --help`)", command)
 
     def refuse_extras(self, extras: list[str]) -> NoReturn:
         """What argparse calls "unrecognized arguments", said by the parser they were given
@@ -42,6 +55,10 @@ class _Parser(argparse.ArgumentParser):
         close = next((m for w in mistyped if (m := difflib.get_close_matches(w, options, 1))), [])
         hint = f" (did you mean {close[0]}?)" if close else ""
         self.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+
+    def refuse_misplaced(self, option: str) -> NoReturn:
+        """`shopbot --json chat ...`: an option of the sub-command typed before it."""
+        self.error(f"{option} goes after the command: `{self.prog} ... {option}`")
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         # A mistyped sub-command read "argument command: invalid choice: 'chta' (choose from
@@ -90,13 +107,20 @@ def parse_command_line(argv: Sequence[str] | None) -> argparse.Namespace:
     by the sub-command they followed: argparse's top-level parser reported them, pointing at
     `shopbot --help`, which does not list a sub-command's options."""
     parser = build_parser()
-    args, extras = parser.parse_known_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args, extras = parser.parse_known_args(words)
     if extras:
         commands = next(
             a for a in parser._actions if isinstance(a, argparse._SubParsersAction)
         ).choices
         refusing = commands.get(args.command, parser) if args.command else parser
         assert isinstance(refusing, _Parser)
+        if refusing is not parser:
+            before = words[: words.index(args.command)]
+            taken = {name for action in refusing._actions for name in action.option_strings}
+            for word in extras:
+                if word in before and word.split("=", 1)[0] in taken:
+                    refusing.refuse_misplaced(word.split("=", 1)[0])
         refusing.refuse_extras(extras)
     return args
 

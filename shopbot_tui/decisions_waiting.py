@@ -43,6 +43,8 @@ class DecisionsRead(Message):
     escalations: list[Escalation] = field(default_factory=list)
     # Conversations whose turn ended in the background with a reply before this read began.
     replies: frozenset[str] = frozenset()
+    # Which read this is (`DecisionsWaiting.look` counts them): 0, a read told as it is.
+    number: int = 0
 
 
 class DecisionsWaiting:
@@ -62,6 +64,11 @@ class DecisionsWaiting:
         # next read, unless that read finds the turn escalated it (one notice, not two).
         self._replies_to_say: set[str] = set()
         self._timer: Timer | None = None
+        # Reads started, and the newest one handled: the periodic read and ctrl+o's run in
+        # their own workers, and an older one arriving last would forget an escalation the
+        # newer one saw, which the next read would then say (and ring) again.
+        self._reads_started = 0
+        self._newest_read = 0
 
     def start(self) -> None:
         """The engine is up: count now, and again every few seconds."""
@@ -77,6 +84,8 @@ class DecisionsWaiting:
         if engine is None:
             return
         replies = frozenset(self._replies_to_say)  # ended before this read: it sees them
+        self._reads_started += 1
+        number = self._reads_started
 
         async def read() -> None:
             try:
@@ -90,7 +99,7 @@ class DecisionsWaiting:
                 if open_next:
                     chat.notices.thread_unreadable("The list of conversations could not be read.")
                 return
-            chat.post_message(DecisionsRead(threads, open_next, escalations, replies))
+            chat.post_message(DecisionsRead(threads, open_next, escalations, replies, number))
 
         worker: Worker[None] = chat.run_worker(
             read,
@@ -104,6 +113,13 @@ class DecisionsWaiting:
 
     async def read(self, message: DecisionsRead) -> None:
         chat = self._chat
+        if message.number and message.number < self._newest_read:
+            # Overtaken by a newer read: what it says is out of date. A ctrl+o still opens
+            # the next one, as the newer read has them.
+            if message.open_next:
+                await self._open_first()
+            return
+        self._newest_read = max(self._newest_read, message.number)
         # (A thread this app is answering on has moved past its decision already.)
         self.elsewhere = [
             info
@@ -125,6 +141,11 @@ class DecisionsWaiting:
             if new:  # (the panel may be hidden: a narrow terminal)
                 chat.notices.decisions_waiting(new)
             return
+        await self._open_first()
+
+    async def _open_first(self) -> None:
+        """ctrl+o: open the conversation waiting longest for a decision, other than this."""
+        chat = self._chat
         if not self.elsewhere:
             chat.notices.no_decision_waiting(here=chat.pending is not None)
             return

@@ -784,7 +784,8 @@ def test_a_reply_reads_as_markdown_on_a_terminal_and_as_written_into_a_pipe(
     env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
     answer = (
         "Found **ORD-002**:\n\n- Status: In Transit\n- Note: [bold]x[/] "
-        "[track it](http://evil.example/t) \x1b[31mred\x1b]8;;http://x\x07"
+        "[track it](http://evil.example/t) \x1b[31mred\x1b]8;;http://x\x07\n\n"
+        "Your parcel <ORD-002> is <b>late</b>. ![photo](http://evil.example/p.png)"
     )
     fake_mistral.script(text(answer))
     piped = run(tmp_path, "chat", "md1", "Hi", env=env)
@@ -801,6 +802,9 @@ def test_a_reply_reads_as_markdown_on_a_terminal_and_as_written_into_a_pipe(
     # sequences made visible (no colour, no hidden OSC 8 link of its own).
     assert "[bold]x[/]" in read and "http://evil.example/t" in read
     assert "\x1b]8;" not in shown.decode() and "\x1b[31m" not in shown.decode()
+    # HTML is text (Rich dropped it: "Your parcel  is late"), an image its text and address.
+    assert "Your parcel <ORD-002> is <b>late</b>." in read
+    assert "photo (http://evil.example/p.png)" in read and "🌆" not in read
 
 
 # Ctrl+C while `shopbot` is still loading (a third of a second, its imports): pressed, in

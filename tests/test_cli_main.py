@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import errno
 import io
@@ -18,6 +19,7 @@ import pytest
 
 from agents import logging_setup
 from shopbot_tui.cli import main
+from shopbot_tui.cli_parser import build_parser
 from tests.fakes.failing_models import LockedStoreModel
 from tests.fakes.read_only_sqlite import make_sqlite_read_only
 
@@ -364,6 +366,71 @@ def test_an_app_option_a_command_would_ignore_is_refused_and_nothing_runs(
     assert list(home.iterdir()) == []  # refused before any store was opened
 
 
+# Each sub-command with what it needs to run: a new one must be added here, and so be
+# checked below for the app's options it would ignore.
+COMMAND_LINES = {
+    "chat": ["chat", "t2", "hi"],
+    "resume": ["resume", "t2", "approve"],
+    "threads": ["threads"],
+    "show": ["show", "t2"],
+    "handled": ["handled", "t2"],
+    "audit": ["audit"],
+}
+
+
+def test_every_command_refuses_the_apps_options_it_would_ignore(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(commands.choices) == set(COMMAND_LINES)
+    for command, line in COMMAND_LINES.items():
+        assert main(["--thread", "t1", *line]) == 2, command
+        assert "--thread before the command" in one_line(capsys.readouterr().err)
+        if command != "chat":  # `shopbot --customer NAME chat ...` is chat's customer
+            assert main(["--customer", "Alex", *line]) == 2, command
+            assert "--customer before the command" in one_line(capsys.readouterr().err)
+    assert list(home.iterdir()) == []
+
+
+def test_one_customer_named_twice_in_other_letters_is_one_customer(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The ownership gate compares names case and spacing aside: so does this check.
+    args = ["--customer", "Alex", "chat", "c2", "Where is ORD-001?", "--customer", " alex"]
+    assert main([*args, "--offline"]) == 0
+    assert "ORD-001" in capsys.readouterr().out
+
+
+def test_an_option_typed_before_its_command_says_where_it_goes(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It said "unrecognized arguments: --json (did you mean --json?)".
+    assert refusal(["--json", "threads"], capsys) == (
+        "shopbot: --json goes after the command: `shopbot threads ... --json` "
+        "(see `shopbot threads --help`)"
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["show", "chat", "--json", "--bogus"],  # "chat" is the thread here
+        ["audit", "--text", "chat", "--json", "--kinds", "x"],
+        ["chat", "t1", "hi", "--js", "--bogus"],  # no abbreviations: --js is not --json
+    ],
+)
+def test_only_chat_and_resume_refused_with_json_print_an_object(
+    home: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    # `show chat --json --bogus` printed chat's error object, which an `audit --json`
+    # reader would take for an event.
+    assert main(args) == 2
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert "unrecognized arguments" in one_line(said.err)
+
+
 def test_the_apps_customer_before_chat_is_the_customer(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -409,6 +476,7 @@ def test_show_prints_a_conversation_as_the_app_shows_it(
     assert main(["show", "s1"]) == 0
     shown = capsys.readouterr().out
     assert shown.startswith("# ShopBot conversation s1\n") and "- Customer: Sam" in shown
+    assert "- Status: idle" in shown
     assert "**Order agent:**" in shown and "In Transit" in shown
     # What the customer typed is text: its escape sequence made visible, its markup literal.
     assert "\x1b" not in shown and "␛" in shown and "\\[bold\\]now" in shown
@@ -420,6 +488,25 @@ def test_show_prints_a_conversation_as_the_app_shows_it(
     assert main(["show", "s1", "--json", "--limit", "1"]) == 0
     (last,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert last == lines[-1]
+
+
+def test_show_says_what_a_conversation_waits_for(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for thread, said in [
+        ("w1", "Refund ORD-001, the left earcup stopped working"),
+        ("e1", "Refund ORD-004, the monitor has dead pixels all over"),
+    ]:
+        assert main(["chat", thread, said, "--offline", "--customer", "Alex"]) == 0
+    capsys.readouterr()
+    assert main(["show", "w1"]) == 0
+    assert "- Status: waiting for a decision (`shopbot resume w1 DECISION`)" in (
+        capsys.readouterr().out
+    )
+    assert main(["show", "e1"]) == 0
+    shown = capsys.readouterr().out
+    assert "- Status: escalated to a person since 20" in shown
+    assert "refund above the auto-refund limit" in shown and "shopbot handled e1" in shown
 
 
 def test_show_refuses_an_unknown_conversation(

@@ -63,10 +63,12 @@ def test_transport_errors_are_retried_other_errors_are_not() -> None:
     assert retry_delay(httpx.ReadTimeout("slow"), 1, BUDGET) is not None
     assert retry_delay(ValueError("bug"), 1, BUDGET) is None
     # A refused connection is tried 4 times; a request that timed out twice is not tried a
-    # third time (each waits the client's whole timeout), a connect timeout no more than a read.
+    # third time (each waits the client's whole timeout), a connect timeout no more than a read;
+    # a first timeout after a refusal (attempt 2) is tried again.
     assert retry_delay(httpx.ConnectError("refused"), 3, BUDGET) is not None
-    assert retry_delay(httpx.ReadTimeout("slow"), 2, BUDGET) is None
-    assert retry_delay(httpx.ConnectTimeout("slow"), 2, BUDGET) is None
+    assert retry_delay(httpx.ReadTimeout("slow"), 2, BUDGET, timeouts=2) is None
+    assert retry_delay(httpx.ConnectTimeout("slow"), 3, BUDGET, timeouts=2) is None
+    assert retry_delay(httpx.ReadTimeout("slow"), 2, BUDGET, timeouts=1) is not None
     # An answer that is not a reply (a proxy's page) is the provider's, retried like a cut.
     assert retry_delay(UnreadableReply("<html>"), 1, BUDGET) is not None
 

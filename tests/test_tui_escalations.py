@@ -399,6 +399,23 @@ async def test_several_escalations_new_in_one_read_are_one_notification(tmp_path
         assert app.bells == 2
 
 
+async def test_a_read_overtaken_by_a_newer_one_does_not_say_an_escalation_twice(
+    tmp_path: Path,
+) -> None:
+    """The periodic read and ctrl+o's run in their own workers: an older one that arrived
+    last forgot the escalation the newer one had said, and the next read said it again."""
+    app = make_app(tmp_path, thread_id="t-quiet", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        waiting = app.chat.waiting
+        new = Escalation("t-a", "2026-12-01T09:30:00.000Z", "refund_agent", "over the limit")
+        await waiting.read(DecisionsRead([], escalations=[new], number=1000))
+        assert app.bells == 1
+        await waiting.read(DecisionsRead([], escalations=[], number=999))  # began earlier
+        await waiting.read(DecisionsRead([], escalations=[new], number=1001))
+        assert len(escalation_notices(app)) == 1 and app.bells == 1
+
+
 @pytest.mark.usefixtures("quick_reads")
 async def test_an_escalation_seen_in_its_chat_is_not_said_again_when_left_mid_turn(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

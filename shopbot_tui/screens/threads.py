@@ -288,18 +288,22 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
     async def _load(self) -> None:
         # Typed here and perhaps not kept yet: the threads `drafts_now` may add to those kept.
         typed = self._drafts_now(set()) if self._drafts_now else set()
-        # The registry is SQLite: read it off the event loop.
+
+        # The registry is SQLite: read it off the event loop, in one trip (six, one after the
+        # other, let a thread escalated in between be counted in one place and not another).
+        def read() -> tuple[
+            list[ThreadInfo], set[str], set[str], list[ThreadInfo], int, list[ThreadInfo]
+        ]:
+            threads = self._list_threads(SHOWN + 1)
+            drafted = self._stored_drafts() if self._stored_drafts else set()
+            escalated = self._read_escalated() if self._read_escalated else set()
+            waiting = self._read_waiting() if self._read_waiting else []
+            total = self._count_threads() if self._count_threads else 0
+            marked = self._list_threads(None, "", escalated | drafted | typed)
+            return threads, drafted, escalated, waiting, total, marked
+
         try:
-            threads = await asyncio.to_thread(self._list_threads, SHOWN + 1)
-            drafted = await asyncio.to_thread(self._stored_drafts) if self._stored_drafts else set()
-            escalated = (
-                await asyncio.to_thread(self._read_escalated) if self._read_escalated else set()
-            )
-            waiting = await asyncio.to_thread(self._read_waiting) if self._read_waiting else []
-            total = await asyncio.to_thread(self._count_threads) if self._count_threads else 0
-            marked = await asyncio.to_thread(
-                self._list_threads, None, "", escalated | drafted | typed
-            )
+            threads, drafted, escalated, waiting, total, marked = await asyncio.to_thread(read)
         except Exception as exc:
             problem = (
                 await asyncio.to_thread(failure_text, self._settings, exc)
