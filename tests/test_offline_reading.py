@@ -1,12 +1,22 @@
-"""How the offline demo model reads a customer's mood."""
+"""How the offline demo model reads a customer: mood, order ids, intents, the dialogue."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
 
-from agents.offline.reading import sentiment_of
+from agents.offline.answers import refund_policy
+from agents.offline.dialogue import read_dialogue
+from agents.offline.reading import (
+    find_order_ids,
+    intent_of,
+    is_bare_order_id,
+    refund_reason_in,
+    sentiment_of,
+)
+from gates import AUTO_REFUND_LIMIT, REFUNDABLE_STATUS
 from tests.engine_support import audit_of, kinds, open_engine, say
 
 
@@ -40,3 +50,127 @@ async def test_a_calm_complaint_after_an_order_question_is_not_angry(tmp_path: P
         assert "approval_requested" not in kinds(audit_of(engine, "calm"))
         escalations = [e for e in audit_of(engine, "calm") if e.kind == "escalated"]
         assert all(e.detail.get("sentiment") != "angry" for e in escalations)
+
+
+@pytest.mark.parametrize(
+    ("text", "ids"),
+    [
+        ("ORD-001", ["ORD-001"]),
+        ("ord 003", ["ORD-003"]),
+        ("ORD003", ["ORD-003"]),
+        ("ORD_005", ["ORD-005"]),
+        ("where is order #3?", ["ORD-3"]),  # literal first reading; the correction pads it
+        ("order number 12", ["ORD-12"]),
+        ("order 003", ["ORD-003"]),
+        ("ORD-0O1", ["ORD-0O1"]),  # a misread character is copied, for the gate to catch
+        ("ORD-001/ORD-002", ["ORD-001", "ORD-002"]),
+        ("我的订单ORD-001在哪里", ["ORD-001"]),  # no word boundary before ORD after CJK
+        # Words after "order" are not an id, nor is a count of weeks.
+        ("my order is late", []),
+        ("the order I placed", []),
+        ("order on monday", []),
+        ("order 2 weeks ago", []),
+        ("I ordered it", []),
+        ("Lord 1", []),
+    ],
+)
+def test_order_ids(text: str, ids: list[str]) -> None:
+    assert find_order_ids(text) == ids
+
+
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        ("what is your return policy?", "policy"),
+        ("How do refunds work?", "policy"),
+        ("what is your return policy? I want to return ORD-001", "refund"),  # a request
+        ("I want my money back for order ord-002", "refund"),
+        ("can I cancel ORD-003?", "cancel"),
+        ("has it been refunded?", "order"),  # where a refund stands: a lookup
+        ("where's my refund", "order"),
+        ("any news on it?", "order"),
+        ("¿Dónde está mi pedido?", "order"),
+        ("I want to complain", "complaint"),
+        ("hello again", "greeting"),
+        ("no", "no"),
+        ("No thanks!", "no"),
+        ("that's all", "no"),
+        ("thanks", "thanks"),
+        ("Thank you, that's all for today.", "thanks"),
+        ("yes", "yes"),
+        ("ok", "yes"),
+        ("My headphones stopped charging", "other"),
+    ],
+)
+def test_intent(text: str, intent: str) -> None:
+    assert intent_of(text) == intent
+
+
+@pytest.mark.parametrize(
+    ("text", "bare"),
+    [
+        ("ORD-001", True),
+        ("it's ORD-001", True),
+        ("ORD-001 please", True),
+        ("where is ORD-001?", False),
+        ("what did I order in ORD-002?", False),
+        ("hi", False),
+    ],
+)
+def test_a_bare_order_id(text: str, bare: bool) -> None:
+    assert is_bare_order_id(text) is bare
+
+
+@pytest.mark.parametrize(
+    ("said", "reason"),
+    [
+        (
+            ["refund ORD-001", "The headphones stopped charging after a week"],
+            "The headphones stopped charging after a week",
+        ),
+        # The problem told first, the refund asked next.
+        (
+            ["My headphones stopped charging", "I want a refund for ORD-001"],
+            "My headphones stopped charging",
+        ),
+        # An earlier question is no reason.
+        (["Hi, where is my order ORD-001?", "refund it please"], ""),
+        # Only the latest refund request counts.
+        (["refund ORD-005, the speaker crackles badly", "thanks", "refund ORD-001"], ""),
+    ],
+)
+def test_the_refund_reason_is_the_current_requests(said: list[str], reason: str) -> None:
+    assert refund_reason_in(said) == reason
+
+
+def test_reading_the_dialogue_drops_an_order_the_shop_could_not_find() -> None:
+    messages = [
+        HumanMessage("I want my money back for order ord-002"),
+        AIMessage("I couldn't find order ORD-002 on your account. Could you double-check it?"),
+        HumanMessage("what is your return policy?"),
+    ]
+    dialogue = read_dialogue(messages)
+    assert dialogue.current_order == ""
+    assert dialogue.last_reply.startswith("I couldn't find order ORD-002")
+    # Written again after that, it is the customer's to ask about again.
+    again = read_dialogue(
+        [*messages, AIMessage("Here's how refunds work"), HumanMessage("ORD-002")]
+    )
+    assert again.current_order == "ORD-002"
+
+
+def test_reading_the_dialogue_takes_the_shops_spelling_once_looked_up() -> None:
+    dialogue = read_dialogue(
+        [
+            HumanMessage("ord 5"),
+            AIMessage("Here's what I found for **ORD-005**:"),
+            HumanMessage("ok"),
+        ]
+    )
+    assert dialogue.current_order == "ORD-005"
+
+
+def test_the_policy_takes_its_numbers_from_the_gates() -> None:
+    policy = refund_policy()
+    assert f"${AUTO_REFUND_LIMIT:.2f}" in policy
+    assert REFUNDABLE_STATUS.lower() in policy

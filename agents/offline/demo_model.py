@@ -13,64 +13,79 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from agents.offline.answers import (
+    ANYTHING_ELSE,
+    ASK_COMPLAINT_DETAILS,
+    ASK_ORDER_ID,
+    ASK_REASON,
+    CANNOT_CANCEL,
+    CLOSING,
+    ENGLISH_ONLY,
+    HELP,
+    NEED_ORDER_ID,
+    NO_COMPLAINT,
+    SORRY_WHICH_HELP,
+    cannot_cancel,
+    refund_policy,
+)
+from agents.offline.dialogue import (
+    CORRECTION_MARK,
+    FOUND_REPLY,
+    NOT_FOUND_REPLY,
+    Dialogue,
+    read_dialogue,
+    text_of,
+)
 from agents.offline.local_model import LocalChatModel
 from agents.offline.reading import (
+    Intent,
+    asks_refund_status,
+    asks_status,
     complaint_summary,
+    describes_fault,
     find_order_ids,
     intent_of,
+    is_bare_order_id,
+    is_foreign,
     query_type_of,
-    refund_reason,
+    refund_reason_in,
     repair_order_id,
     sentiment_of,
 )
 
-CORRECTION_MARK = "Your previous extraction contained a validation error"
 _FACTS = re.compile(r"Validated by the shop's rules this turn: (\{.*?\})\. Use exactly")
-_CUSTOMER = re.compile(r"Customer \(verified by the session\): (.+?)\.\n")
+# The customer line may be the prompt's last: "$" as well as a following part.
+_CUSTOMER = re.compile(r"Customer \(verified by the session\): (.+?)\.(?:\n|$)")
 _LOOKUP = re.compile(
     r"Order (?P<id>ORD-\d+): (?P<product>.+?) \| Status: (?P<status>.+?) \| "
     r"Amount: (?P<amount>\$[\d.,]+) \| Delivery: (?P<delivery>[^|]+)(?:\| Refunded: (?P<ref>\S+))?"
 )
-_VALIDATED_INSTEAD = re.compile(r"the order validated in this turn is (ORD-\d{3})")
+# The action gates name the order that passed them: the demo calls again with exactly that.
+_VALIDATED_INSTEAD = re.compile(
+    r"(?:the order validated in this turn is|call process_refund with order_id) (ORD-\d{3})"
+)
 _ASKS_ELIGIBILITY = re.compile(
     r"\b(eligible|can i (return|get a refund)|could i (return|get a refund)|is it refundable)\b",
     re.IGNORECASE,
 )
-_STATUS_WORDS = re.compile(r"\b(status|where|deliver\w*|arriv\w*|track\w*|ship\w*)\b", re.I)
-
-ASK_ORDER_ID = "Could you tell me your order number? It looks like ORD-001."
-HELP = (
-    "I can check an order's status, start a refund or take a complaint. Tell me what you need, "
-    "with your order number if you have one (it looks like ORD-001)."
-)
-
-
-def _text(message: BaseMessage) -> str:
-    return message.text if isinstance(message.text, str) else str(message.content)
-
-
-def _customer_messages(messages: Sequence[BaseMessage]) -> list[str]:
-    return [
-        _text(m)
-        for m in messages
-        if isinstance(m, HumanMessage) and CORRECTION_MARK not in _text(m)
-    ]
-
-
-def _latest_order_id(texts: Sequence[str]) -> str:
-    for text in reversed(texts):
-        if ids := find_order_ids(text):
-            return ids[-1]
-    return ""
+# Replies after which the customer's next words are their refund reason.
+_ASKED_FOR_REASON = ("why you'd like to return it", "reply here and we'll take another look")
 
 
 def _system_text(messages: Sequence[BaseMessage]) -> str:
-    return _text(messages[0]) if messages and isinstance(messages[0], SystemMessage) else ""
+    return text_of(messages[0]) if messages and isinstance(messages[0], SystemMessage) else ""
 
 
 def _facts(system: str) -> dict[str, Any]:
     match = _FACTS.search(system)
     return json.loads(match.group(1)) if match else {}
+
+
+def _order_in_question(dialogue: Dialogue) -> str:
+    """The order named in the latest message (the last one, as in "not ORD-002, ORD-003"),
+    else the one the conversation is about."""
+    ids = dialogue.ids_in_latest
+    return ids[-1] if ids else dialogue.current_order
 
 
 class OfflineDemoModel(LocalChatModel):
@@ -93,19 +108,18 @@ class OfflineDemoModel(LocalChatModel):
     # --- structured extraction ---------------------------------------------------------
 
     def _extract(self, schema: str, messages: Sequence[BaseMessage]) -> AIMessage:
-        said = _customer_messages(messages)
-        latest = said[-1] if said else ""
+        dialogue = read_dialogue(messages)
+        said, latest = list(dialogue.said), dialogue.latest
         correcting = any(
-            CORRECTION_MARK in _text(m) for m in messages if isinstance(m, HumanMessage)
+            CORRECTION_MARK in text_of(m) for m in messages if isinstance(m, HumanMessage)
         )
-        order_id = _latest_order_id(said)
+        order_id = _order_in_question(dialogue)
         if correcting:
             order_id = repair_order_id(order_id)
         if schema == "OrderExtraction":
             fields = {"order_id": order_id, "query_type": query_type_of(latest)}
         elif schema == "RefundExtraction":
-            reason = next((r for r in map(refund_reason, reversed(said)) if r), "")
-            fields = {"order_id": order_id, "reason": reason}
+            fields = {"order_id": order_id, "reason": refund_reason_in(said)}
         else:
             recent = " ".join(said[-2:])
             fields = {"issue_summary": complaint_summary(latest), "sentiment": sentiment_of(recent)}
@@ -124,8 +138,7 @@ class OfflineDemoModel(LocalChatModel):
         last = messages[-1]
         if isinstance(last, ToolMessage) and not (last.name or "").startswith("transfer_to_"):
             return self._after_tool(last, messages)
-        said = _customer_messages(messages)
-        return self._on_customer(agent, said, _system_text(messages))
+        return self._on_customer(agent, read_dialogue(messages), _system_text(messages))
 
     def _transfer(self, target: str, reason: str) -> AIMessage:
         del reason  # the transfer tools take no arguments; the reason documents the rule
@@ -134,61 +147,107 @@ class OfflineDemoModel(LocalChatModel):
     def _call(self, name: str, **args: Any) -> AIMessage:
         return AIMessage(content="", tool_calls=[self.tool_call(name, args)])
 
-    def _on_customer(self, agent: str, said: list[str], system: str) -> AIMessage:
-        latest = said[-1] if said else ""
-        intent = intent_of(latest)
-        order_id = _latest_order_id(said)
+    def _on_customer(self, agent: str, dialogue: Dialogue, system: str) -> AIMessage:
+        intent = intent_of(dialogue.latest)
         if intent == "refund" and agent != "refund_agent":
             return self._transfer("refund_agent", "The customer asks for a refund.")
         if intent == "complaint" and agent != "complaints_agent":
             return self._transfer("complaints_agent", "The customer has a complaint.")
-        wants_status = intent == "order" and bool(_STATUS_WORDS.search(latest))
-        if agent == "refund_agent" and (step := self._refund_step(intent, said, wants_status)):
-            return step
+        if intent == "cancel" and agent != "order_agent":
+            return self._transfer("order_agent", "Only the order agent sees an order's status.")
+        step: AIMessage | None = None
         if agent == "complaints_agent":
-            if intent == "order" and wants_status:
-                return self._transfer("order_agent", "The customer asks about an order.")
-            if intent in ("complaint", "other", "order"):
-                return AIMessage(content=self._empathy(system))
-        if (
-            agent == "order_agent"
-            and intent in ("order", "other")
-            and (order_id or intent == "order")
-        ):
-            return (
-                self._call("lookup_order", order_id=order_id)
-                if order_id
-                else AIMessage(content=ASK_ORDER_ID)
-            )
-        if intent == "greeting":
-            name = _CUSTOMER.search(system)
-            hello = f"Hello {name.group(1)}!" if name else "Hello!"
-            return AIMessage(content=f"{hello} I'm ShopBot, running as an offline demo. {HELP}")
-        if intent == "thanks":
-            return AIMessage(content="You're welcome! Is there anything else I can help with?")
-        return AIMessage(content=HELP)
+            step = self._complaint_step(intent, dialogue, system)
+        elif agent == "refund_agent":
+            step = self._refund_step(intent, dialogue)
+        else:
+            step = self._order_step(intent, dialogue)
+        return step or AIMessage(content=self._small_talk(intent, dialogue, system))
 
-    def _refund_step(self, intent: str, said: list[str], wants_status: bool) -> AIMessage | None:
-        """What the refund agent does with the customer's latest message, if it is its job."""
-        latest, order_id = said[-1] if said else "", _latest_order_id(said)
-        if wants_status:
+    def _order_step(self, intent: Intent, dialogue: Dialogue) -> AIMessage | None:
+        """What the order agent does with the latest message, if it needs a tool or an id."""
+        order_id = _order_in_question(dialogue)
+        if intent == "cancel" and not order_id:
+            return AIMessage(
+                content=f"{CANNOT_CANCEL} Tell me the order number and I'll check where it stands."
+            )
+        if intent in ("order", "cancel"):
+            # A cancellation is answered after the lookup: no cancel tool, but the status helps.
+            if order_id:
+                return self._call("lookup_order", order_id=order_id)
+            return AIMessage(content=ASK_ORDER_ID)
+        return None
+
+    def _refund_step(self, intent: Intent, dialogue: Dialogue) -> AIMessage | None:
+        """What the refund agent does with the latest message, if it is its job."""
+        latest, order_id = dialogue.latest, _order_in_question(dialogue)
+        if intent == "order" and asks_status(latest):
             return self._transfer("order_agent", "The customer asks about an order's status.")
-        if intent in ("refund", "order", "other") and order_id:
+        if intent == "order" and not (
+            is_bare_order_id(latest) or "order number" in dialogue.last_reply
+        ):
+            return self._transfer("order_agent", "Another question about an order.")
+        gives_reason = intent == "other" and any(
+            asked in dialogue.last_reply for asked in _ASKED_FOR_REASON
+        )
+        if order_id and (intent in ("refund", "order") or gives_reason):
             if _ASKS_ELIGIBILITY.search(latest):
                 return self._call("check_refund_eligibility", order_id=order_id)
             # As the prompt says: ask for the refund; the shop checks it, a human approves.
-            reason = next((r for r in map(refund_reason, reversed(said)) if r), "")
+            reason = refund_reason_in(dialogue.said)
             return self._call("process_refund", order_id=order_id, reason=reason)
-        if intent in ("refund", "other"):
+        if intent == "refund":
             return AIMessage(content=f"I can help with that refund. {ASK_ORDER_ID}")
         return None
 
-    def _empathy(self, system: str) -> str:
+    def _complaint_step(self, intent: Intent, dialogue: Dialogue, system: str) -> AIMessage | None:
+        """What the complaints agent does with the latest message, if it is its job."""
+        asked_details = dialogue.last_reply == ASK_COMPLAINT_DETAILS
+        if intent == "no":
+            return AIMessage(content=NO_COMPLAINT if asked_details else CLOSING)
+        if asked_details and intent in ("complaint", "order", "other"):
+            return AIMessage(content=self._empathy(system))  # the details they were asked for
+        if intent == "policy":
+            return self._transfer("refund_agent", "A question about refunds.")
+        if intent == "order" and (asks_status(dialogue.latest) or dialogue.ids_in_latest):
+            return self._transfer("order_agent", "The customer asks about an order.")
+        if intent in ("complaint", "order", "other") and not is_foreign(dialogue.latest):
+            return AIMessage(content=self._empathy(system))
+        return None
+
+    @staticmethod
+    def _small_talk(intent: Intent, dialogue: Dialogue, system: str) -> str:
+        """Answers no tool is needed for, the same from every agent."""
+        if intent == "policy":
+            return refund_policy()
+        if intent == "greeting":
+            name = _CUSTOMER.search(system)
+            hello = f"Hello {name.group(1)}!" if name else "Hello!"
+            if len(dialogue.said) > 1:  # introduced already
+                return f"{hello} What else can I help you with?"
+            return f"{hello} I'm ShopBot, running as an offline demo. {HELP}"
+        if intent == "thanks":
+            return f"You're welcome! {ANYTHING_ELSE}"
+        if intent == "no":
+            return CLOSING
+        asked = dialogue.last_reply
+        if "order number" in asked and intent in ("yes", "other"):
+            return NEED_ORDER_ID
+        if intent == "yes":
+            # "Yes" answers the question just asked; "ok" after an answer closes it.
+            if any(reason in asked for reason in _ASKED_FOR_REASON):
+                return ASK_REASON
+            return f"Sure! {HELP}" if asked.rstrip().endswith("?") else f"Good. {ANYTHING_ELSE}"
+        if is_foreign(dialogue.latest):
+            return f"{ENGLISH_ONLY} {HELP}"
+        if describes_fault(dialogue.latest):
+            return SORRY_WHICH_HELP
+        return HELP
+
+    @staticmethod
+    def _empathy(system: str) -> str:
         if "Note from the shop's rules:" in system:
-            return (
-                "I'm sorry to hear that. Could you tell me a little more about what went wrong "
-                "(which order, and what happened), so I can file this properly?"
-            )
+            return ASK_COMPLAINT_DETAILS
         summary = _facts(system).get("issue_summary", "")
         about = f" about this: “{summary}”" if summary else ""
         return (
@@ -200,10 +259,14 @@ class OfflineDemoModel(LocalChatModel):
     # --- after a tool answered ----------------------------------------------------------
 
     def _after_tool(self, result: ToolMessage, messages: Sequence[BaseMessage]) -> AIMessage:
-        content = _text(result)
+        content = text_of(result)
         name = result.name or ""
+        dialogue = read_dialogue(messages)
         if validated := _VALIDATED_INSTEAD.search(content):
             # Told which order passed the gates: call again with exactly that one.
+            if name == "process_refund":
+                reason = refund_reason_in(dialogue.said)
+                return self._call(name, order_id=validated.group(1), reason=reason)
             return self._call(name, order_id=validated.group(1))
         if content.startswith(("Not executed", "Refused")):
             return AIMessage(content=self._relay_refusal(content))
@@ -213,40 +276,46 @@ class OfflineDemoModel(LocalChatModel):
                 "A colleague will follow up with you shortly."
             )
         if name == "lookup_order":
-            return AIMessage(content=self._order_details(content))
+            return AIMessage(content=self._order_details(content, dialogue))
         if name == "check_refund_eligibility":
             if "IS eligible" in content:
                 facts = _facts(_system_text(messages))
-                said = _customer_messages(messages)
-                reason = facts.get("reason") or next(
-                    (r for r in map(refund_reason, reversed(said)) if r), ""
-                )
-                order_id = facts.get("order_id") or _latest_order_id(said)
+                reason = facts.get("reason") or refund_reason_in(dialogue.said)
+                order_id = facts.get("order_id") or _order_in_question(dialogue)
                 return self._call("process_refund", order_id=order_id, reason=reason)
-            return AIMessage(
-                content=f"I've checked: {content} Is there anything else I can help with?"
-            )
+            if status := re.search(r"(ORD-\d+) is NOT eligible\. Status: (.+?)\.$", content):
+                return AIMessage(content=self._not_delivered(status.group(1), status.group(2)))
+            return AIMessage(content=f"I've checked: {content} {ANYTHING_ELSE}")
         if name == "process_refund":
             return AIMessage(content=self._refund_outcome(content))
         return AIMessage(content=content)
 
     @staticmethod
-    def _relay_refusal(content: str) -> str:
+    def _not_delivered(order_id: str, status: str) -> str:
+        return (
+            f"I'm sorry, {order_id} can't be refunded yet: its status is {status}. Refunds are "
+            "possible once an order has been delivered."
+        )
+
+    @classmethod
+    def _relay_refusal(cls, content: str) -> str:
         if "No order ID was given" in content:
             return ASK_ORDER_ID
-        if "is too short" in content and "reason" in content.lower():
-            return (
-                "Could you tell me in a sentence why you'd like to return it? "
-                "That helps us process the refund."
-            )
+        # Not delivered first: a reason would not make it refundable.
         if status := re.search(r"Order (ORD-\d+) has status '([^']+)'", content):
-            return (
-                f"I'm sorry, {status.group(1)} can't be refunded yet: its status is "
-                f"{status.group(2)}. Refunds are possible once an order has been delivered."
-            )
+            return cls._not_delivered(status.group(1), status.group(2))
+        if "is too short" in content and "reason" in content.lower():
+            return ASK_REASON
         if ref := re.search(r"already been refunded \(reference (\S+?)\)", content):
             return f"That order has already been refunded. Your reference is **{ref.group(1)}**."
         if "was not found for this customer" in content:
+            # The id as the customer wrote it, and only that: a stranger's order and a missing
+            # one read the same.
+            asked = re.search(r"Order ID '(ORD-[^']+)'", content)
+            if asked:
+                return (
+                    f"{NOT_FOUND_REPLY.format(order_id=asked.group(1))} Could you double-check it?"
+                )
             return (
                 "I couldn't find an order with that number on your account. "
                 "Could you double-check it?"
@@ -254,12 +323,12 @@ class OfflineDemoModel(LocalChatModel):
         return "I'm sorry, I couldn't complete that. A colleague will follow up with you shortly."
 
     @staticmethod
-    def _order_details(content: str) -> str:
+    def _order_details(content: str, dialogue: Dialogue) -> str:
         match = _LOOKUP.search(content)
         if not match:
             return "I couldn't find that order. Could you double-check the order number?"
         lines = [
-            f"Here's what I found for **{match['id']}**:",
+            FOUND_REPLY.format(order_id=match["id"]),
             "",
             f"- Product: {match['product']}",
             f"- Status: **{match['status']}**",
@@ -268,6 +337,15 @@ class OfflineDemoModel(LocalChatModel):
         ]
         if match["ref"]:
             lines.append(f"- Refunded: {match['ref']}")
+        elif asks_refund_status(dialogue.latest):
+            lines.append("- Refunded: no refund has been paid for it")
+        if intent_of(dialogue.latest) == "cancel":
+            # There is no cancel tool: say so plainly, then what the customer can do instead.
+            lines = [CANNOT_CANCEL, "", *lines, "", cannot_cancel(match["status"])]
+        mentioned = dict.fromkeys(repair_order_id(i) for i in dialogue.ids_in_latest)
+        others = [order_id for order_id in mentioned if order_id != match["id"]]
+        if others:
+            lines += ["", f"I look up one order at a time: ask me about {', '.join(others)} next."]
         return "\n".join(lines)
 
     @staticmethod
@@ -302,7 +380,7 @@ class OfflineDemoModel(LocalChatModel):
 
     @staticmethod
     def _summarise(messages: Sequence[BaseMessage]) -> str:
-        body = _text(messages[-1]) if messages else ""
+        body = text_of(messages[-1]) if messages else ""
         facts = re.search(r"Known facts: (.+)", body)
         ids = sorted(set(find_order_ids(body)))
         asks = [line[10:] for line in body.splitlines() if line.startswith("Customer: ")]

@@ -7,12 +7,25 @@ smarter when asked to correct itself, so the demo shows the correction loop at w
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Literal
 
-Intent = Literal["refund", "complaint", "order", "greeting", "thanks", "other"]
+Intent = Literal[
+    "policy", "refund", "complaint", "cancel", "order", "greeting", "thanks", "no", "yes", "other"
+]
 
-# Anything that looks like an attempt at an order id: ORD-001, ord 1, ORD-0O1, ORD-99X.
-_ID_LIKE = re.compile(r"\bORD(?:ER)?[\s_#:-]*([0-9OoIl]{1,4}[A-Za-z]?)\b", re.IGNORECASE)
+# Anything that looks like an attempt at an order id: ORD-001, ord 1, ORD-0O1, ORD-99X, and
+# "order #3" / "order number 3" / "order 003". A digit must be among the first characters,
+# or "my order is late" would read as ORD-IS. Not \b: in "订单ORD-001" a CJK letter is a
+# word character, so there is no word boundary before ORD.
+_ID_LIKE = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"ORD[\s_#:-]*(?=[0-9OoIl]{0,3}[0-9])(?P<id>[0-9OoIl]{1,4}[A-Za-z]?)"
+    r"|ORDER\s*(?:\#|no\.?|nr\.?|number)\s*(?P<num>[0-9]{1,4})"
+    r"|ORDER\s+(?P<three>[0-9]{3})"
+    r")(?![A-Za-z0-9])",
+    re.IGNORECASE,
+)
 _REFUND = re.compile(
     r"\b(refunds?|refunded|return(?:ing)?|money back|reimburse\w*|send it back|chargeback)\b",
     re.IGNORECASE,
@@ -24,12 +37,45 @@ _COMPLAINT = re.compile(
 )
 _ORDER = re.compile(
     r"\b(orders?|status|where|deliver\w*|arriv\w*|ship\w*|track\w*|package|parcel|"
-    r"when will|dispatch\w*)\b",
+    r"when will|dispatch\w*|any news|an update|updates?|eta|here yet)\b",
     re.IGNORECASE,
 )
-_GREETING = re.compile(r"^\s*(hi|hello|hey|good (morning|afternoon|evening))\b", re.IGNORECASE)
-_THANKS = re.compile(r"\b(thanks?|thank you|cheers|great|perfect)\b", re.IGNORECASE)
+# A few words of other languages, so "¿Dónde está mi pedido?" is an order question too.
+_ORDER_ELSEWHERE = re.compile(
+    r"\b(d[oó]nde|pedido|env[ií]o|o[uù] est|commande|livraison|wo ist|bestellung|lieferung)\b",
+    re.IGNORECASE,
+)
+# A question about the rules themselves, not a request: answered from the shop's constants.
+_POLICY = re.compile(
+    r"\b(polic(?:y|ies)|terms|conditions|how (?:do|does|can) (?:i |you )?(?:get a )?"
+    r"(?:refunds?|returns?|return \w+)(?: work)?|return window|how long .* to (?:refund|return))\b",
+    re.IGNORECASE,
+)
+_REFUND_STATUS = re.compile(
+    r"\b((is|was|has) (it|this|that|my order|the order|ORD\S*) (been |already )?refunded|"
+    r"refund status|did (the|my) refund go through|where(?:'s| is) my (refund|money))\b",
+    re.IGNORECASE,
+)
+_CANCEL = re.compile(
+    r"\b(cancel\w*|stop (?:the|my) order|don'?t want it (?:any ?more|now))\b", re.I
+)
+_GREETING = re.compile(
+    r"^\s*(hi|hello|hey|hiya|howdy|good (morning|afternoon|evening)|hola|bonjour|hallo)\b",
+    re.IGNORECASE,
+)
+_THANKS = re.compile(r"\b(thanks?|thank you|thx|ty|cheers|great|perfect)\b", re.IGNORECASE)
+# Whole-message answers to a question: "no" / "no thanks" / "that's all", "yes" / "ok".
+_NO = re.compile(
+    r"^\W*(no|nope|nah|no,? thanks?( you)?|not now|that'?s (all|it)|nothing( else)?|all good)"
+    r"\W*$",
+    re.IGNORECASE,
+)
+_YES = re.compile(
+    r"^\W*(yes|yeah|yep|yup|sure|ok|okay|alright|please|yes,? please|go ahead|fine)\W*$",
+    re.IGNORECASE,
+)
 # A message splits into clauses here; clauses that only ask for the refund are not the reason.
+_STATUS = re.compile(r"\b(status|where|deliver\w*|arriv\w*|track\w*|ship\w*)\b", re.I)
 _CLAUSES = re.compile(r"[,.;:!?]+|\s+-\s+|\b(?:because|since|as)\b", re.IGNORECASE)
 
 _ANGRY = r"\b(furious|angry|outraged|unacceptable|disgust\w*|ridiculous|worst)\b"
@@ -44,7 +90,10 @@ SENTIMENT_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 def find_order_ids(text: str) -> list[str]:
     """Order ids as written ('ORD-0O1' stays wrong), upper-cased, in order of appearance."""
-    return [f"ORD-{match.group(1).upper()}" for match in _ID_LIKE.finditer(text)]
+    return [
+        f"ORD-{(match['id'] or match['num'] or match['three']).upper()}"
+        for match in _ID_LIKE.finditer(text)
+    ]
 
 
 def repair_order_id(raw: str) -> str:
@@ -57,17 +106,65 @@ def repair_order_id(raw: str) -> str:
 
 
 def intent_of(text: str) -> Intent:
+    """What a message asks for, first rule that matches; a whole-message "no" or "yes"
+    before "thanks" ("no thanks" closes the conversation, it does not thank)."""
+    if _POLICY.search(text) and not find_order_ids(text):
+        return "policy"
+    if asks_refund_status(text):
+        return "order"  # where a refund stands is on the order: a lookup, not a new refund
     if _REFUND.search(text):
         return "refund"
     if _COMPLAINT.search(text) or text.count("!") >= 3:
         return "complaint"
-    if _ORDER.search(text) or find_order_ids(text):
+    if _CANCEL.search(text):
+        return "cancel"
+    if _ORDER.search(text) or _ORDER_ELSEWHERE.search(text) or find_order_ids(text):
         return "order"
     if _GREETING.search(text):
         return "greeting"
+    if _NO.search(text):
+        return "no"
     if _THANKS.search(text):
         return "thanks"
+    if _YES.search(text):
+        return "yes"
     return "other"
+
+
+def asks_status(text: str) -> bool:
+    """Where an order is or when it comes, in English or a few other languages."""
+    return bool(_STATUS.search(text) or _ORDER_ELSEWHERE.search(text) or asks_refund_status(text))
+
+
+def asks_refund_status(text: str) -> bool:
+    return bool(_REFUND_STATUS.search(text))
+
+
+def is_bare_order_id(text: str) -> bool:
+    """Just an order number, perhaps with a word or two ("it's ORD-001", "ORD-001 please"):
+    the answer to "what's your order number?", not a new question."""
+    rest = _TOKEN.findall(_ID_LIKE.sub(" ", text))
+    return (
+        bool(find_order_ids(text)) and len(rest) <= 3 and not _ORDER.search(_ID_LIKE.sub(" ", text))
+    )
+
+
+_FAULT = re.compile(
+    r"\b(broken|broke|stopped (?:working|charging)|(?:doesn'?t|does not|won'?t) (?:work|turn on)|"
+    r"not working|damaged|faulty|defective|dead|cracked|crackles?|dented|scratched|"
+    r"wrong (?:item|size|colou?r))\b",
+    re.IGNORECASE,
+)
+
+
+def describes_fault(text: str) -> bool:
+    """Something wrong with an item, said without asking for anything yet."""
+    return bool(_FAULT.search(text))
+
+
+def is_foreign(text: str) -> bool:
+    """Written in a language the demo does not read: letters outside ASCII (é, ж, 单)."""
+    return any(c.isalpha() and not c.isascii() for c in text)
 
 
 # A word as a person writes it, with its digits and inner hyphens: `ORD-005` is one token.
@@ -98,6 +195,23 @@ def refund_reason(text: str) -> str:
     reason = " ".join(c for c in clauses if c and not _REFUND.search(c))
     reason = " ".join(reason.split())
     return reason if len(reason) >= 10 else ""
+
+
+def asks_refund(text: str) -> bool:
+    return bool(_REFUND.search(text))
+
+
+def refund_reason_in(said: Sequence[str]) -> str:
+    """The reason for the refund being asked now: from the latest message asking for a refund
+    on, newest first, else the message just before that request if it was not a question
+    (the problem told first, the refund asked next). An earlier, unrelated message ("hi,
+    where is my order?") is no reason to show the person approving."""
+    start = next((i for i in range(len(said) - 1, -1, -1) if asks_refund(said[i])), 0)
+    scoped = list(said[start:])
+    before = said[start - 1] if start > 0 else ""
+    if before and not before.rstrip().endswith("?") and intent_of(before) in ("complaint", "other"):
+        scoped.insert(0, before)
+    return next((r for r in map(refund_reason, reversed(scoped)) if r), "")
 
 
 def query_type_of(text: str) -> str:

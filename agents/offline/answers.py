@@ -1,0 +1,64 @@
+"""What the offline demo model says when no tool is needed: fixed texts, and the shop's
+rules in words, their numbers taken from the gates so they cannot drift apart."""
+
+from __future__ import annotations
+
+from gates import AUTO_REFUND_LIMIT, REFUNDABLE_STATUS
+
+ASK_ORDER_ID = "Could you tell me your order number? It looks like ORD-001."
+HELP = (
+    "I can check an order's status, start a refund or take a complaint. Tell me what you need, "
+    "with your order number if you have one (it looks like ORD-001)."
+)
+NEED_ORDER_ID = "I need the order number to look an order up: ORD- and three digits, like ORD-001."
+ASK_REASON = (
+    "Could you tell me in a sentence why you'd like to return it? That helps us process the refund."
+)
+ASK_COMPLAINT_DETAILS = (
+    "I'm sorry to hear that. Could you tell me a little more about what went wrong "
+    "(which order, and what happened), so I can file this properly?"
+)
+ANYTHING_ELSE = "Is there anything else I can help with?"
+CLOSING = "All right. If anything else comes up, just write here: I'm happy to help."
+NO_COMPLAINT = (
+    "All right, I won't file anything. If you change your mind, just tell me what went wrong."
+)
+SORRY_WHICH_HELP = (
+    "I'm sorry to hear that. I can start a refund if the order has been delivered, or take a "
+    "complaint for our team: which would you prefer? Please include the order number (it "
+    "looks like ORD-001)."
+)
+ENGLISH_ONLY = "I'm sorry, this offline demo only reads English."
+CANNOT_CANCEL = (
+    "I'm sorry, I can't cancel orders: there is no way for me to cancel one from this chat."
+)
+# The paths a customer has instead of a cancellation, by what the order's status allows.
+AFTER_CANCEL_DELIVERED = (
+    "It has already been delivered, so I can start a refund instead: tell me in a sentence "
+    "why you'd like to return it. Or, if something went wrong, I can take a complaint."
+)
+AFTER_CANCEL_NOT_DELIVERED = (
+    f"Once it is {REFUNDABLE_STATUS.lower()}, I can start a refund if you don't want it. Or, "
+    "if something has gone wrong, I can take a complaint for our team."
+)
+
+
+def refund_policy() -> str:
+    """The refund rules the gates enforce, as a customer would want to hear them."""
+    return (
+        "Here's how refunds work:\n\n"
+        f"- Orders that have been **{REFUNDABLE_STATUS.lower()}** can be refunded; tell me the "
+        "order number and, in a sentence, why you'd like to return it.\n"
+        f"- Refunds up to **${AUTO_REFUND_LIMIT:.2f}** are paid back once a member of our team "
+        "approves them.\n"
+        f"- Above ${AUTO_REFUND_LIMIT:.2f}, a senior colleague reviews the request and "
+        "contacts you.\n\n"
+        "Would you like to start a refund? Just tell me the order number."
+    )
+
+
+def cannot_cancel(status: str) -> str:
+    """What to say after looking up an order a customer wanted to cancel."""
+    if status == REFUNDABLE_STATUS:
+        return AFTER_CANCEL_DELIVERED
+    return AFTER_CANCEL_NOT_DELIVERED

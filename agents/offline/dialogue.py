@@ -1,0 +1,77 @@
+"""The offline demo model's reading of the conversation so far: who said what, and which
+order the latest message is about.
+
+Both of its calls read it the same way, the answering call (which tool, which order) and the
+extraction call (what the gates check), so what it asks for is what the gates validate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from agents.offline.reading import find_order_ids, repair_order_id
+from agents.replies import ESCALATED_AFTER_CORRECTIONS
+
+CORRECTION_MARK = "Your previous extraction contained a validation error"
+# How the demo says an order is not on the customer's account (see replies in demo_model):
+# that order is no longer "the order we are talking about".
+NOT_FOUND_REPLY = "I couldn't find order {order_id} on your account."
+_NOT_FOUND = re.compile(r"I couldn't find order (ORD-\S+?) on your account")
+# The fixed reply after the corrections did not fix the extraction.
+_GAVE_UP = ESCALATED_AFTER_CORRECTIONS.split("{", 1)[0]
+# How the demo shows an order it looked up: the shop's own spelling of its id.
+FOUND_REPLY = "Here's what I found for **{order_id}**:"
+_FOUND = re.compile(r"Here's what I found for \*\*(ORD-\d+)\*\*")
+
+
+def text_of(message: BaseMessage) -> str:
+    return message.text if isinstance(message.text, str) else str(message.content)
+
+
+@dataclass(frozen=True)
+class Dialogue:
+    """The customer's messages and the assistant's replies, oldest first."""
+
+    said: tuple[str, ...]
+    # The assistant's last reply before the customer's latest message: what it asked them.
+    last_reply: str
+    # The order the conversation is about: the last one the customer named, unless the shop
+    # then said it is not on their account (asking about it again would only fail again).
+    current_order: str
+
+    @property
+    def latest(self) -> str:
+        return self.said[-1] if self.said else ""
+
+    @property
+    def ids_in_latest(self) -> list[str]:
+        return find_order_ids(self.latest)
+
+
+def read_dialogue(messages: Sequence[BaseMessage]) -> Dialogue:
+    said: list[str] = []
+    replies: list[str] = []
+    last_reply, current = "", ""
+    for message in messages:
+        text = text_of(message)
+        if isinstance(message, HumanMessage) and CORRECTION_MARK not in text:
+            said.append(text)
+            last_reply = replies[-1] if replies else ""
+            if ids := find_order_ids(text):
+                current = ids[-1]
+        elif isinstance(message, AIMessage) and not message.tool_calls and text:
+            replies.append(text)
+            missing = _NOT_FOUND.search(text)
+            if missing and repair_order_id(missing.group(1)) == repair_order_id(current):
+                current = ""
+            if text.startswith(_GAVE_UP):
+                current = ""  # a colleague has it now: asking again would only escalate again
+            # "ord 5", once looked up, is ORD-005 from then on, as a person would write it.
+            found = _FOUND.search(text)
+            if found and found.group(1) == repair_order_id(current):
+                current = found.group(1)
+    return Dialogue(tuple(said), last_reply, current)

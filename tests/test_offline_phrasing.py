@@ -1,0 +1,283 @@
+"""What a newcomer naturally types, through the real engine with the offline demo model.
+
+Each case is one conversation: the earlier messages set the scene, the last one is judged
+on the substance of its reply and on which tools ran (a tool where none should run is as
+wrong as a wrong answer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gates import AUTO_REFUND_LIMIT
+from tests.engine_support import audit_of, open_engine, say, tools_run
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    customer: str | None
+    said: tuple[str, ...]
+    # Every one of these is in the last reply (case-insensitive); none of `absent` is.
+    present: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
+    # The tools the last message ran, with their arguments: () when none should run.
+    tools: tuple[tuple[str, str], ...] = ()
+    agent: str | None = None
+
+
+NOT_ON_ACCOUNT = "couldn't find"
+CASES = (
+    Case(
+        "a policy question after a refused order is answered, not looked up again",
+        "Jordan",
+        ("I want my money back for order ord-002", "what is your return policy?"),
+        present=("delivered", f"${AUTO_REFUND_LIMIT:.2f}", "approves", "senior colleague"),
+        absent=(NOT_ON_ACCOUNT, "ORD-002"),
+    ),
+    Case(
+        "a refused order is named back as the customer wrote it, and nothing more",
+        "Jordan",
+        ("I want my money back for order ord-002",),
+        present=("ORD-002", NOT_ON_ACCOUNT, "double-check"),
+        absent=("Phone Case", "In Transit", "Sam"),
+    ),
+    Case(
+        "a refused order is not asked about again by a later bare request",
+        "Jordan",
+        ("I want my money back for order ord-002", "refund"),
+        present=("order number",),
+        absent=(NOT_ON_ACCOUNT,),
+    ),
+    Case(
+        "cancelling: said plainly it cannot, with the status and what it can do",
+        "Jordan",
+        (
+            "I want my money back for order ord-002",
+            "what is your return policy?",
+            "can I cancel ORD-003?",
+        ),
+        present=("can't cancel", "Processing", "refund", "complaint"),
+        tools=(("lookup_order", "ORD-003"),),
+        agent="order_agent",
+    ),
+    Case(
+        "cancelling a delivered order offers the refund straight away",
+        "Alex",
+        ("please cancel ORD-001",),
+        present=("can't cancel", "Delivered", "already been delivered", "refund"),
+        tools=(("lookup_order", "ORD-001"),),
+    ),
+    Case(
+        "cancelling without a number asks for it, and pretends nothing",
+        "Jordan",
+        ("I want to cancel my order",),
+        present=("can't cancel", "order number"),
+    ),
+    Case(
+        "cancel it: the order the conversation is about",
+        "Jordan",
+        ("where is ORD-003?", "can I cancel it?"),
+        present=("can't cancel", "Processing"),
+        tools=(("lookup_order", "ORD-003"),),
+    ),
+    Case(
+        "a product with no order number asks for the number (no tool lists orders)",
+        "Jordan",
+        ("where's my laptop stand",),
+        present=("order number",),
+    ),
+    Case(
+        "no after anything-else closes, without looking anything up",
+        "Jordan",
+        ("ORD-003", "thanks", "no"),
+        present=("all right",),
+        absent=("Laptop Stand",),
+    ),
+    Case(
+        "ok after an answer is not a new request",
+        "Alex",
+        ("where is ORD-001?", "ok"),
+        present=("anything else",),
+        absent=("Wireless Headphones",),
+    ),
+    Case(
+        "yes after the policy answer asks for the order number",
+        "Alex",
+        ("how do returns work?", "yes"),
+        present=("order number",),
+    ),
+    Case(
+        "a greeting mid-conversation is a greeting",
+        "Jordan",
+        ("where is ORD-003?", "hello again"),
+        present=("Hello Jordan",),
+    ),
+    Case(
+        "an order id alone is looked up",
+        "Jordan",
+        ("ORD-003",),
+        present=("Processing",),
+        tools=(("lookup_order", "ORD-003"),),
+    ),
+    Case(
+        "ord 003",
+        "Jordan",
+        ("ord 003",),
+        present=("Processing",),
+        tools=(("lookup_order", "ORD-003"),),
+    ),
+    Case(
+        "ORD003",
+        "Jordan",
+        ("ORD003",),
+        present=("Processing",),
+        tools=(("lookup_order", "ORD-003"),),
+    ),
+    Case(
+        "order #3 (read again by the correction loop)",
+        "Jordan",
+        ("where is order #3?",),
+        present=("Processing",),
+        tools=(("lookup_order", "ORD-003"),),
+    ),
+    Case(
+        "'my order is late' holds no order number",
+        "Alex",
+        ("my order is late",),
+        present=("order number",),
+        absent=("escalat",),
+    ),
+    Case(
+        "two ids: one looked up, the other named for next time",
+        "Alex",
+        ("where are ORD-004 and ORD-001?",),
+        present=("Wireless Headphones", "ORD-004 next"),
+        tools=(("lookup_order", "ORD-001"),),
+    ),
+    Case(
+        "a refund then a status question hands back to the order agent",
+        "Jordan",
+        ("I'd like to return ORD-006", "where is ORD-003?"),
+        present=("Processing",),
+        tools=(("lookup_order", "ORD-003"),),
+        agent="order_agent",
+    ),
+    Case(
+        "an unrelated order question in the refund agent is no refund request",
+        "Sam",
+        ("refund ORD-005", "what did I order in ORD-002?"),
+        present=("Phone Case",),
+        tools=(("lookup_order", "ORD-002"),),
+        agent="order_agent",
+    ),
+    Case(
+        "is it refunded: looked up, not asked for again",
+        "Alex",
+        ("where is ORD-001?", "has it been refunded?"),
+        present=("no refund has been paid",),
+        absent=("why you'd like",),
+        tools=(("lookup_order", "ORD-001"),),
+    ),
+    Case(
+        "a complaint without details asks for them",
+        "Alex",
+        ("I want to complain",),
+        present=("tell me a little more",),
+        agent="complaints_agent",
+    ),
+    Case(
+        "the details asked for are filed as the complaint, not looked up",
+        "Alex",
+        ("I want to complain", "ORD-001 arrived with a broken left earcup and a torn box"),
+        present=("recorded your complaint", "broken left earcup"),
+    ),
+    Case(
+        "no to the complaint files nothing",
+        "Alex",
+        ("I want to complain", "no"),
+        present=("won't file",),
+        absent=("recorded",),
+    ),
+    Case(
+        "an order question in another language reaches the order agent",
+        "Alex",
+        ("I want to complain", "no", "¿Dónde está mi pedido ORD-001?"),
+        present=("Wireless Headphones",),
+        absent=("recorded your complaint",),
+        tools=(("lookup_order", "ORD-001"),),
+        agent="order_agent",
+    ),
+    Case(
+        "CJK around an order id",
+        "Alex",
+        ("我的订单ORD-001在哪里",),
+        present=("Wireless Headphones",),
+        tools=(("lookup_order", "ORD-001"),),
+    ),
+    Case(
+        "a message the demo cannot read says so",
+        "Alex",
+        ("Привет, как дела?",),
+        present=("only reads English",),
+    ),
+    Case("very short", "Alex", ("?",), present=("I can check an order",)),
+    Case(
+        "a fault with no request asks what they want",
+        "Alex",
+        ("My headphones stopped charging after two days",),
+        present=("refund", "complaint", "order number"),
+    ),
+    Case(
+        "no customer given: greeted without a name",
+        None,
+        ("hi",),
+        present=("Hello!", "offline demo"),
+    ),
+)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+async def test_a_newcomer_phrasing(tmp_path: Path, case: Case) -> None:
+    async with open_engine(tmp_path) as engine:
+        for text in case.said[:-1]:
+            await say(engine, "p", text, case.customer)
+        before = len(tools_run(audit_of(engine, "p")))
+        turn = await say(engine, "p", case.said[-1], case.customer)
+        ran = tools_run(audit_of(engine, "p"))[before:]
+    result = turn.result
+    assert result.status == "done"
+    reply = result.reply.lower()
+    assert [p for p in case.present if p.lower() not in reply] == [], result.reply
+    assert [a for a in case.absent if a.lower() in reply] == [], result.reply
+    assert [(tool, args["order_id"]) for tool, args in ran] == list(case.tools)
+    if case.agent:
+        assert result.active_agent == case.agent
+
+
+async def test_a_fault_told_first_is_the_reason_of_the_refund_asked_next(tmp_path: Path) -> None:
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "r", "My headphones stopped charging after two days", "Alex")
+        turn = await say(engine, "r", "I want a refund for ORD-001", "Alex")
+    assert turn.result.pending is not None
+    assert turn.result.pending.payload["reason"] == "My headphones stopped charging after two days"
+
+
+async def test_an_earlier_question_is_no_refund_reason(tmp_path: Path) -> None:
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "q", "Hi, where is my order ORD-001?", "Alex")
+        turn = await say(engine, "q", "refund it please", "Alex")
+    # Asked why, rather than shown to a person with "Hi where is my order" as the reason.
+    assert turn.result.status == "done"
+    assert "why you'd like to return it" in turn.result.reply
+
+
+async def test_a_sloppy_id_once_looked_up_is_refunded_by_its_real_number(tmp_path: Path) -> None:
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "s", "ord 5", "Sam")
+        turn = await say(engine, "s", "refund it please, it crackles badly at any volume", "Sam")
+    assert turn.result.pending is not None
+    assert turn.result.pending.payload["order_id"] == "ORD-005"
