@@ -12,7 +12,17 @@ from gates.rules import ORDER_ID_EXAMPLE, ORDER_ID_FORMAT, ORDER_ID_PATTERN
 
 # "ord 001", "ORD_001", "ORD–001" (en dash) and "ORD001" all mean ORD-001.
 _SEPARATED_ID = re.compile(r"^ORD\s*[-_\u2010-\u2015\s]?\s*([0-9]{3})$")
-_MENTIONED_ID = re.compile(r"\bORD\s*[-_\u2010-\u2015\s]?\s*[0-9]{3}\b", re.IGNORECASE)
+# An id as customers write one: "ORD-009", "ord 9"-less spellings of it, and "order #3",
+# "order number 3", "order 003" (a bare "order 2" is not one: "my order 2 weeks ago").
+# Not \b before it: in "订单ORD-001" a CJK letter is a word character, and no boundary is.
+_MENTIONED_ID = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"ORD\s*[-_\u2010-\u2015\s]?\s*(?P<id>[0-9]{3})"
+    r"|ORDER\s*(?:\#|NO\.?|NR\.?|NUMBER)\s*(?P<num>[0-9]{1,3})"
+    r"|ORDER\s+(?P<three>[0-9]{3})"
+    r")(?![A-Za-z0-9])",
+    re.IGNORECASE,
+)
 QUERY_TYPES = ("status", "delivery_date", "product", "general")
 
 
@@ -29,9 +39,10 @@ def normalise_order_id(raw: object) -> str:
 
 
 def order_ids_in(text: str) -> set[str]:
-    """The order ids a customer wrote, spelled canonically (`ord 009` -> `ORD-009`)."""
+    """The order ids a customer wrote, spelled canonically (`ord 009`, `order #9` ->
+    `ORD-009`)."""
     found = _MENTIONED_ID.finditer(unicodedata.normalize("NFKC", text))
-    return {normalise_order_id(match.group(0)) for match in found}
+    return {f"ORD-{int(m['id'] or m['num'] or m['three']):03d}" for m in found}
 
 
 def customer_gave_unknown_text(order_id: str) -> str:

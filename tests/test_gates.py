@@ -25,6 +25,7 @@ from gates import (
     validate_refund_action,
     validate_refund_request,
 )
+from gates.order_id import order_ids_in
 
 KNOWN = {"ORD-001", "ORD-002", "ORD-003", "ORD-004"}
 ALEX_HEADPHONES = {"customer": "Alex", "status": "Delivered", "amount": 89.99}
@@ -76,6 +77,39 @@ def test_unknown_id_is_rejected_for_correction() -> None:
     assert error.remedy is Remedy.CORRECT
     assert error.codes == ("order_id.unknown",)
     assert "'ORD-999'" in error
+
+
+@pytest.mark.parametrize(
+    ("wrote", "remedy"),
+    [
+        ("Where is ORD-999?", Remedy.ASK_CUSTOMER),
+        ("where is ord 999", Remedy.ASK_CUSTOMER),
+        ("where is order #999", Remedy.ASK_CUSTOMER),
+        ("where is my order number 999", Remedy.ASK_CUSTOMER),
+        ("Order no. 999 never came", Remedy.ASK_CUSTOMER),
+        ("order 999 is late", Remedy.ASK_CUSTOMER),
+        ("我的订单ORD-999在哪里", Remedy.ASK_CUSTOMER),  # no word boundary before ORD
+        # Not an id the customer wrote: the model made it up, so it reads them again.
+        ("my order 999999 is late", Remedy.CORRECT),
+        ("I ordered 9 things", Remedy.CORRECT),
+        ("where is my order?", Remedy.CORRECT),
+        ("MYORD-999", Remedy.CORRECT),
+    ],
+)
+def test_an_unknown_id_the_customer_wrote_is_theirs_to_fix(wrote: str, remedy: Remedy) -> None:
+    # "order #999" was taken for an id the model invented: corrected twice, then escalated
+    # to a colleague, for a number the customer mistyped.
+    error = error_of(validate_order_id({"order_id": "ORD-999"}, KNOWN, customer_wrote=wrote))
+    assert error.remedy is remedy
+
+
+def test_an_order_written_as_a_number_is_read_as_its_id() -> None:
+    assert order_ids_in("order #3 and order number 12, ORD-004, ord 5") == {
+        "ORD-003",
+        "ORD-012",
+        "ORD-004",
+    }  # "ord 5" is no id: three digits after ORD
+    assert order_ids_in("my order 2 weeks ago") == set()
 
 
 @pytest.mark.parametrize("raw", [None, "", "   ", 17, ["ORD-001"]])
