@@ -32,14 +32,24 @@ try:
         StorageError,
         earlier_decision,
         outcome,
-        quoted,
-        safe_json,
         undecodable_bytes,
         visible,
         visible_line,
     )
     from shopbot_tui.cli_json import JsonOutput
-    from shopbot_tui.cli_parser import EXIT_USAGE, CommandLineRefused, parse_command_line
+    from shopbot_tui.cli_parser import (
+        EXIT_USAGE,
+        CommandLineRefused,
+        UsageError,
+        parse_command_line,
+        refuse_app_options,
+    )
+    from shopbot_tui.cli_stores import (
+        close_escalation,
+        print_audit,
+        print_conversation,
+        print_threads,
+    )
 except KeyboardInterrupt:
     # Ctrl+C while the command is still loading (its imports take a third of a second): the
     # same line and exit code as later, not a traceback through the import machinery. (Only
@@ -53,10 +63,6 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_PROVIDER = 1
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
-
-
-class UsageError(Exception):
-    """Bad usage or bad input: exit code 2."""
 
 
 class Terminated(Exception):
@@ -88,27 +94,15 @@ def _print_result(result: TurnResult, json_out: JsonOutput | None) -> int:
         options = "|".join(pending.options)
         print(f"Decide with: shopbot resume {result.thread_id} {options}{named}")
     elif result.reply:
-        _print_markdown(result.reply)
+        # (Rich's Markdown and its parser load here, never on the way to the app's first frame.)
+        from shopbot_tui.terminal_markdown import print_markdown
+
+        print_markdown(result.reply)
     if result.status == "error":
         _say(result.error or "")
         # A locked or damaged store is said like one found at start; 1 is the provider's.
         return EXIT_USAGE if result.failed == "storage" else EXIT_PROVIDER
     return EXIT_OK
-
-
-def _print_markdown(text: str) -> None:
-    """A reply or a transcript as Markdown on a terminal (a person read `**ORD-002**` and
-    `- Status:`), as written into a pipe or file (a script, or a person who pastes it on)."""
-    if not sys.stdout.isatty():
-        print(visible(text))
-        return
-    from rich.console import Console
-
-    from shopbot_tui.terminal_markdown import WrittenMarkdown
-
-    # Made visible first: what the model wrote is text, never terminal control. HTML shows
-    # as written, links and images with their address, never hidden behind their text.
-    Console(highlight=False).print(WrittenMarkdown(visible(text)))
 
 
 def _describe_pending(kind: str, payload: dict[str, Any]) -> str:
@@ -209,139 +203,6 @@ def _run(settings: Settings, action: Callable[[ShopBotEngine], Awaitable[int]]) 
     return asyncio.run(_with_engine(settings, action))
 
 
-def _threads(settings: Settings, only: str | None, as_json: bool) -> int:
-    """Every conversation, most recent first; `only`: those waiting for a decision (the one
-    left alone longest first) or escalated to a person (the oldest escalation first), the
-    app's views of what needs a person."""
-    from agents.facade import ThreadRegistry
-
-    with ThreadRegistry(settings.threads_path) as registry:
-        escalated = {e.thread_id: e for e in registry.escalations()}
-        if only == "waiting":
-            listed = registry.with_status("awaiting_approval")
-        elif only == "escalated":
-            listed = registry.list(limit=None, among=list(escalated))
-            listed.sort(key=lambda info: escalated[info.thread_id].since)
-        else:
-            listed = registry.list(limit=None)
-        for info in listed:
-            escalation = escalated.get(info.thread_id)
-            if as_json:
-                shown = escalation.to_json() if escalation else None
-                if shown:
-                    del shown["thread_id"]
-                print(safe_json({**info.to_json(), "escalation": shown}))
-            else:
-                who = info.customer or "-"
-                turns = f"{info.turns} turn" if info.turns == 1 else f"{info.turns} turns"
-                # Escalated and otherwise at rest: what waits on it is a person (the app's ▲).
-                status = "escalated" if escalation and info.status == "idle" else info.status
-                print(
-                    visible(
-                        f"{info.thread_id}\t{status}\t{info.active_agent}\t{who}\t"
-                        f"{turns}\t{info.updated_at}\t{info.title}"
-                    )
-                )
-    return EXIT_OK
-
-
-def _audit(settings: Settings, args: argparse.Namespace) -> int:
-    from agents.facade import AUDIT_KINDS, AuditLog, AuditQuery, normalise_ts
-
-    # `is not None`: an empty `--kind ""` (a script's unset variable) is no kind, not "any".
-    if args.kind is not None and args.kind not in AUDIT_KINDS:
-        raise UsageError(
-            f"unknown kind {quoted(args.kind)}; kinds: {', '.join(sorted(AUDIT_KINDS))}"
-        )
-    if args.since and args.until and normalise_ts(args.since) >= normalise_ts(args.until):
-        raise UsageError(
-            f"--since {quoted(args.since)} is not before --until {quoted(args.until)}: "
-            "no event could match; swap them?"
-        )
-    query = AuditQuery(
-        thread_id=args.audit_thread,
-        kinds=(args.kind,) if args.kind is not None else (),
-        since=args.since,
-        until=args.until,
-        text=args.text,
-    )
-    printed = 0
-    with AuditLog(settings.audit_path) as audit:
-        for event in audit.page(query, limit=args.limit):
-            printed += 1
-            if args.json:
-                print(safe_json(event.to_json()))
-            else:
-                line = f"{event.ts}  {event.thread_id or '-'}  {event.agent or '-'}  {event.kind}"
-                print(visible(f"{line}  {event.summary(100)}"))
-    if not printed and args.audit_thread and not _thread_known(settings, args.audit_thread):
-        # A mistyped thread printed nothing and exited 0, as a thread with no such event
-        # does. (Events of a thread the registry has lost still print, above.)
-        raise UsageError(
-            f"Unknown thread {quoted(args.audit_thread)}: `shopbot threads` lists them."
-        )
-    return EXIT_OK
-
-
-def _handled(settings: Settings, thread_id: str, as_json: bool) -> int:
-    """Close the thread's escalation in this person's name (no engine needed: the queue, the
-    audit log and the transcript are plain stores)."""
-    from agents.facade import AuditLog, Reviewer, ThreadRegistry, mark_handled
-
-    with ThreadRegistry(settings.threads_path) as registry, AuditLog(settings.audit_path) as log:
-        if registry.get(thread_id) is None:
-            raise UsageError(f"Unknown thread {quoted(thread_id)}: `shopbot threads` lists them.")
-        closed = mark_handled(registry, log, thread_id, Reviewer.here("command line"))
-    if closed is None:
-        raise UsageError(
-            f"Thread {quoted(thread_id)} is not escalated (or was marked handled already); "
-            "nothing changed."
-        )
-    if as_json:
-        print(safe_json(closed.to_json()))
-    else:
-        print(visible(f"{thread_id}: escalation handled ({closed.reason}, since {closed.since})"))
-    return EXIT_OK
-
-
-def _show(settings: Settings, thread_id: str, limit: int | None, as_json: bool) -> int:
-    """The conversation's transcript from the registry (no engine: it is a plain store)."""
-    from dataclasses import asdict
-
-    from agents.facade import ThreadRegistry
-    from shopbot_tui.chat_export import escape_markdown, transcript_markdown
-
-    with ThreadRegistry(settings.threads_path) as registry:
-        if (info := registry.get(thread_id)) is None:
-            raise UsageError(f"Unknown thread {quoted(thread_id)}: `shopbot threads` lists them.")
-        lines = registry.lines(thread_id, limit=limit)
-        escalation = next((e for e in registry.escalations() if e.thread_id == thread_id), None)
-    if as_json:
-        for line in lines:
-            print(safe_json(asdict(line)))
-        return EXIT_OK
-    # What a person checks before `resume` or `handled`.
-    if info.status == "awaiting_approval":
-        status = f"waiting for a decision (`shopbot resume {thread_id} DECISION`)"
-    elif escalation is not None:
-        status = (
-            f"escalated to a person since {escalation.since}: "
-            f"{escape_markdown(escalation.reason)} "
-            f"(`shopbot handled {thread_id}` once handled)"
-        )
-    else:
-        status = {"error": "its last turn failed"}.get(info.status, info.status)
-    _print_markdown(transcript_markdown(thread_id, info, lines, exported_at=None, status=status))
-    return EXIT_OK
-
-
-def _thread_known(settings: Settings, thread_id: str) -> bool:
-    from agents.facade import ThreadRegistry
-
-    with ThreadRegistry(settings.threads_path) as registry:
-        return registry.get(thread_id) is not None
-
-
 JSON_COMMANDS = frozenset({"chat", "resume"})
 
 
@@ -364,54 +225,6 @@ def _json_output_of_refused(
     return None
 
 
-# The app's own options, refused beside any sub-command (only `chat` takes a customer): one
-# that would silently ignore them misleads (`shopbot --thread t1 chat t2 hi` wrote to t2).
-# What to do instead, where there is more to say than the command's --help.
-APP_OPTIONS_INSTEAD = {
-    "thread": {
-        "chat": "`shopbot chat THREAD MESSAGE` names the conversation as THREAD",
-        "resume": "`shopbot resume THREAD DECISION` names the conversation as THREAD",
-        "show": "`shopbot show THREAD` names the conversation as THREAD",
-        "handled": "`shopbot handled THREAD` names the conversation as THREAD",
-        "audit": "for one conversation's events: `shopbot audit --thread ID`",
-        "threads": "`shopbot threads` lists every conversation",
-    },
-    "customer": {
-        "resume": "the customer is the one the conversation started with",
-        "audit": "`shopbot audit --text NAME` finds a customer's events",
-        "threads": "`shopbot threads` lists every conversation with its customer",
-        "handled": "the escalation is closed in your name, whoever the customer",
-    },
-}
-
-
-def _refuse_app_options(args: argparse.Namespace) -> None:
-    if args.command is None:
-        return
-    given = (args.customer, getattr(args, "chat_customer", None))
-    if args.command == "chat":
-        if None not in given and not _same_name(*given):
-            raise UsageError(
-                f"two customers: --customer {quoted(given[0])} before the command and "
-                f"{quoted(given[1])} after it; give one."
-            )
-        given = (None, None)  # `shopbot --customer NAME chat ...`: the chat's customer
-    for option, value in (("thread", args.thread), ("customer", given[0])):
-        if value is not None:
-            instead = APP_OPTIONS_INSTEAD[option].get(
-                args.command, f"`shopbot {args.command} --help` says what it takes"
-            )
-            raise UsageError(
-                f"--{option} before the command is the app's option, not "
-                f"`{args.command}`'s: {instead}."
-            )
-
-
-def _same_name(a: str | None, b: str | None) -> bool:
-    """Names as the ownership gate compares them: case and spacing aside."""
-    return " ".join(str(a).split()).casefold() == " ".join(str(b).split()).casefold()
-
-
 async def _answered(
     engine: ShopBotEngine, events: AsyncIterator[EngineEvent], json_out: JsonOutput | None
 ) -> TurnResult:
@@ -426,7 +239,7 @@ async def _answered(
 
 
 def _dispatch(args: argparse.Namespace, json_out: JsonOutput | None) -> int:
-    _refuse_app_options(args)
+    refuse_app_options(args)
     offline = bool(args.offline or getattr(args, "chat_offline", False))
     settings = Settings.from_env(offline=offline)
     from agents.facade import configure_logging
@@ -478,12 +291,16 @@ def _dispatch(args: argparse.Namespace, json_out: JsonOutput | None) -> int:
 
         return _run(settings, resume)
     if args.command == "threads":
-        return _threads(settings, args.only, args.json)
+        print_threads(settings, args.only, args.json)
+        return EXIT_OK
     if args.command == "handled":
-        return _handled(settings, args.thread_id, args.json)
+        close_escalation(settings, args.thread_id, args.json)
+        return EXIT_OK
     if args.command == "show":
-        return _show(settings, args.thread_id, args.limit, args.json)
-    return _audit(settings, args)
+        print_conversation(settings, args.thread_id, args.limit, args.json)
+        return EXIT_OK
+    print_audit(settings, args)
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,6 +17,10 @@ from agents.facade import MAX_AUDIT_PAGE, MAX_ERROR_CHARS, quoted, validate_thre
 EXIT_USAGE = 2
 
 
+class UsageError(Exception):
+    """Bad usage or bad input: exit code 2."""
+
+
 class CommandLineRefused(Exception):
     """The parser refused the command line (exit code 2); the message is safe to print.
     `command`: the sub-command whose parser refused it (None: the top level's)."""
@@ -233,3 +237,51 @@ def build_parser() -> argparse.ArgumentParser:
     )
     audit.add_argument("--json", action="store_true", help="one JSON object per line")
     return parser
+
+
+# The app's own options, refused beside any sub-command (only `chat` takes a customer): one
+# that would silently ignore them misleads (`shopbot --thread t1 chat t2 hi` wrote to t2).
+# What to do instead, where there is more to say than the command's --help.
+APP_OPTIONS_INSTEAD = {
+    "thread": {
+        "chat": "`shopbot chat THREAD MESSAGE` names the conversation as THREAD",
+        "resume": "`shopbot resume THREAD DECISION` names the conversation as THREAD",
+        "show": "`shopbot show THREAD` names the conversation as THREAD",
+        "handled": "`shopbot handled THREAD` names the conversation as THREAD",
+        "audit": "for one conversation's events: `shopbot audit --thread ID`",
+        "threads": "`shopbot threads` lists every conversation",
+    },
+    "customer": {
+        "resume": "the customer is the one the conversation started with",
+        "audit": "`shopbot audit --text NAME` finds a customer's events",
+        "threads": "`shopbot threads` lists every conversation with its customer",
+        "handled": "the escalation is closed in your name, whoever the customer",
+    },
+}
+
+
+def refuse_app_options(args: argparse.Namespace) -> None:
+    if args.command is None:
+        return
+    given = (args.customer, getattr(args, "chat_customer", None))
+    if args.command == "chat":
+        if None not in given and not _same_name(*given):
+            raise UsageError(
+                f"two customers: --customer {quoted(given[0])} before the command and "
+                f"{quoted(given[1])} after it; give one."
+            )
+        given = (None, None)  # `shopbot --customer NAME chat ...`: the chat's customer
+    for option, value in (("thread", args.thread), ("customer", given[0])):
+        if value is not None:
+            instead = APP_OPTIONS_INSTEAD[option].get(
+                args.command, f"`shopbot {args.command} --help` says what it takes"
+            )
+            raise UsageError(
+                f"--{option} before the command is the app's option, not "
+                f"`{args.command}`'s: {instead}."
+            )
+
+
+def _same_name(a: str | None, b: str | None) -> bool:
+    """Names as the ownership gate compares them: case and spacing aside."""
+    return " ".join(str(a).split()).casefold() == " ".join(str(b).split()).casefold()

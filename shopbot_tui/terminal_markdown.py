@@ -7,10 +7,14 @@ was written, and an image reads as its text and its address, like a link.
 
 from __future__ import annotations
 
+import sys
+
 from markdown_it import MarkdownIt
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markdown import ImageItem, Markdown
 from rich.text import Text
+
+from agents.facade import visible
 
 
 class _ImageAsLink(ImageItem):
@@ -29,3 +33,16 @@ class WrittenMarkdown(Markdown):
         # Rich parses with the "commonmark" preset, HTML on; the same rules with it off.
         parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
         self.parsed = parser.parse(markup)
+
+
+def print_markdown(text: str) -> None:
+    """A reply or a transcript as Markdown on a terminal (a person read `**ORD-002**` and
+    `- Status:`), as written into a pipe or file (a script, or a person who pastes it on)."""
+    if not sys.stdout.isatty():
+        print(visible(text))
+        return
+    from rich.console import Console
+
+    # Made visible first: what the model wrote is text, never terminal control. HTML shows
+    # as written, links and images with their address, never hidden behind their text.
+    Console(highlight=False).print(WrittenMarkdown(visible(text)))
