@@ -22,6 +22,7 @@ from shopbot_tui.stored_thread import export_transcript
 if TYPE_CHECKING:
     from agents.facade import ShopBotEngine
     from shopbot_tui.screens.chat import ChatScreen
+    from shopbot_tui.thread_views import ViewName
 
 
 class ChatCommands:
@@ -85,7 +86,8 @@ class ChatCommands:
         await chat.open_thread(new_thread_id(), chat.customer)
         chat.notices.new_conversation(chat.thread_id)
 
-    def choose_thread(self) -> None:
+    def choose_thread(self, view: ViewName = "all") -> None:
+        """The conversation list, showing `view` (what needs a person, or all)."""
         chat = self._chat
         if (engine := self._engine()) is None:
             return
@@ -109,6 +111,7 @@ class ChatCommands:
                 current_thread=chat.thread_id,
                 customer=chat.customer,
                 settings=chat.settings,
+                view=view,
             ),
             callback=chosen,
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -37,6 +38,17 @@ class ShopBotCommands(Provider):
                 "Switch conversation…",
                 "Open or resume a conversation (ctrl+t)",
                 screen.action_threads,
+            )
+            # The list's views of what needs a person, straight from the palette.
+            yield (
+                "Escalated conversations",
+                "The conversation list's Escalated view: those waiting for a person",
+                partial(screen.commands.choose_thread, "escalated"),
+            )
+            yield (
+                "Conversations waiting for a decision",
+                "The conversation list's Waiting view: refunds and complaints to decide",
+                partial(screen.commands.choose_thread, "waiting"),
             )
             yield (
                 "Open audit log",

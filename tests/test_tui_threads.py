@@ -697,6 +697,28 @@ def tab_labels(screen: ThreadsScreen) -> list[str]:
     return [str(tab.label) for tab in screen.query(Tab)]
 
 
+@pytest.mark.parametrize(
+    ("words", "view", "listed"),
+    [
+        ("escalated conversations", "escalated", ["t-esc", "t-esc-old"]),
+        ("waiting for a decision", "waiting", ["t-waits", "t-waits-old"]),
+    ],
+)
+async def test_the_palette_opens_the_list_at_what_needs_a_person(
+    tmp_path: Path, words: str, view: str, listed: list[str]
+) -> None:
+    app = make_app(tmp_path, thread_id="t-open", customer="Alex")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        seed_queues(app)
+        await palette_command(pilot, words)
+        await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), "the list")
+        screen = app.screen
+        assert isinstance(screen, ThreadsScreen)
+        await wait_until(pilot, lambda: row_ids(screen) == listed, f"the {view} view")
+        assert screen.query_one("#views", Tabs).active == f"view-{view}"
+
+
 async def test_the_conversation_list_narrows_to_what_needs_a_person(tmp_path: Path) -> None:
     """A support person working a queue lists only the conversations waiting for a decision,
     escalated or with a draft: each view counted and found in the whole registry, not only
