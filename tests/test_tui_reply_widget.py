@@ -171,35 +171,26 @@ async def first_line(pilot: Pilot[None], clock: Clock, text: str) -> AssistantRe
     return reply
 
 
-async def test_a_taller_reply_waits_for_the_next_layout_but_new_text_shows_at_once(
+async def test_new_text_within_the_lines_shows_and_text_below_them_is_laid_out_at_once(
     clock: Clock,
 ) -> None:
     async with ReplyApp().run_test(size=(60, 20)) as pilot:
         reply = await first_line(pilot, clock, "First line")
         # More words on the same line: painted, no layout to wait for.
         reply.append(" of the reply.")
-        assert reply._grow_timer is None
+        assert reply._grow_timer is None and reply._layout_asked is None
         await pilot.pause()
         assert reply.render_line(0).text.rstrip() == "First line of the reply."
-        # Two more paragraphs within LAYOUT_EVERY of that layout: laid out a little later.
+        # Two more paragraphs within LAYOUT_EVERY of that layout: below the one line laid
+        # out, so not on screen. Not held back for LAYOUT_EVERY: a stalled reply in view.
         reply.append("\n\nSecond paragraph.")
-        reply.append("\n\nThird paragraph.")
-        assert reply._grow_timer is not None and reply.content_size.height == 1
-        await until(pilot, lambda: reply.content_size.height >= 5, "the held lines")
+        assert reply._grow_timer is None and reply._layout_asked == clock.now
+        reply.append("\n\nThird paragraph.")  # that layout is still to come: not asked again
+        await until(pilot, lambda: reply.content_size.height >= 5, "the new lines")
         assert reply.render_line(4).text.rstrip() == "Third paragraph."
         reply.mark_complete()
         assert reply.complete and reply.border_title == "Order agent"
         await until(pilot, lambda: reply.content_size.height == 5, "the exact height")
-
-
-async def test_completing_a_reply_shows_the_lines_still_waiting(clock: Clock) -> None:
-    async with ReplyApp().run_test(size=(60, 20)) as pilot:
-        reply = await first_line(pilot, clock, "One.")
-        reply.append("\n\nTwo.")
-        assert reply._grow_timer is not None
-        reply.mark_complete()
-        assert reply._grow_timer is None
-        await until(pilot, lambda: reply.content_size.height == 3, "the whole reply")
 
 
 async def test_a_reply_just_begun_is_not_held_back(clock: Clock) -> None:
@@ -245,6 +236,41 @@ async def test_a_fast_reply_keeps_room_below_and_fills_it_without_a_layout(
         # Done: the room goes.
         reply.mark_complete()
         await until(pilot, lambda: reply.content_size.height == 21, "the exact height")
+
+
+async def running_low(pilot: Pilot[None], clock: Clock) -> AssistantReply:
+    """A fast reply that has used more than half the room below it within LAYOUT_EVERY of
+    its last layout: the next layout is booked for later, the new text is on screen."""
+    reply, height = await write_fast(pilot, clock)
+    assert height >= 19 + 6  # 19 lines and room below them
+    for n in range(10, 13):
+        reply.append(f"\n\nParagraph {n}.")  # 25 lines: within the room, most of it used
+    assert reply._grow_timer is not None and reply.content_size.height == height
+    await pilot.pause()
+    assert reply.render_line(24).text.rstrip() == "Paragraph 12."
+    return reply
+
+
+async def test_completing_a_reply_with_a_layout_booked_gives_the_exact_height_at_once(
+    clock: Clock,
+) -> None:
+    async with ReplyApp().run_test(size=(60, 40)) as pilot:
+        reply = await running_low(pilot, clock)
+        reply.mark_complete()
+        assert reply._grow_timer is None
+        await until(pilot, lambda: reply.content_size.height == 25, "the whole reply")
+
+
+async def test_text_past_the_room_does_not_wait_for_the_booked_layout(clock: Clock) -> None:
+    async with ReplyApp().run_test(size=(60, 40)) as pilot:
+        reply = await running_low(pilot, clock)
+        height = reply.content_size.height
+        more = (height - 25) // 2 + 1  # paragraphs (two lines each) past the lines laid out
+        reply.append("".join(f"\n\nMore {n}." for n in range(more)))
+        assert reply._grow_timer is None and reply._layout_asked == clock.now
+        lines = 25 + 2 * more
+        await until(pilot, lambda: reply.content_size.height >= lines, "the new lines")
+        assert reply.render_line(lines - 1).text.rstrip() == f"More {more - 1}."
 
 
 async def test_the_room_is_at_most_a_quarter_of_the_chat(clock: Clock) -> None:

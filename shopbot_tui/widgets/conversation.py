@@ -266,20 +266,26 @@ class AssistantReply(Widget):
             return
         lines = self._repaint_changes(before, width)
         now = self._last_append = monotonic()
-        if self._grow_timer is not None or self._layout_waits(now):
+        if self._layout_waits(now):
+            return
+        if len(lines) > self._held_height:
+            # Text below the last line laid out is not on screen: no throttle and no
+            # waiting for a booked layout, or the reply stalls in view (a 44 ms frame gap
+            # at 500 tokens/s when a list arrived faster than the room below it was used).
+            self._grow()
+            return
+        if self._grow_timer is not None:
             return
         # A taller reply means laying out the whole screen (and scrolling the chat): at most
         # every LAYOUT_EVERY seconds, while text within the lines shows at once. It is laid
         # out as soon as half the room below the text is used (if its pace still asks for
         # more), not when the text has run out.
-        overflow = len(lines) > self._held_height
         running_low = len(lines) > self._held_height - self._room_given // 2
-        wants_room = running_low and self._wanted(len(lines), now) > self._held_height
+        if not (running_low and self._wanted(len(lines), now) > self._held_height):
+            return
         wait = self._last_layout + LAYOUT_EVERY - now
         if now - self._started < 2 * LAYOUT_EVERY:
             wait = 0  # its pace is not known yet: no room below it, so no holding back
-        if not (overflow or wants_room):
-            return
         if wait <= 0:
             # After the frame that shows this text: the two together made the longest frames.
             self._layout_asked = now
