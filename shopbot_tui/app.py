@@ -27,7 +27,7 @@ from agents.facade import (
     person_name,
     validate_thread_id,
 )
-from shopbot_tui.collector import set_aside_long_lived
+from shopbot_tui.collector import resume_collecting, set_aside_long_lived
 from shopbot_tui.commands import ShopBotCommands
 from shopbot_tui.ids import new_thread_id
 from shopbot_tui.messages import EngineFailed, EngineReady
@@ -153,6 +153,7 @@ class ShopBotApp(App[int]):
             await engine.start()
             set_aside_long_lived()
         except Exception as exc:
+            resume_collecting()
             # A store damaged past its first page fails mid-start (reconciling the refunds
             # reads the audit log): named, as everywhere.
             problem = await asyncio.to_thread(failure_text, self.settings, exc)

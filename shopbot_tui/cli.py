@@ -50,6 +50,7 @@ try:
         print_conversation,
         print_threads,
     )
+    from shopbot_tui.collector import resume_collecting, set_aside_long_lived
 except KeyboardInterrupt:
     # Ctrl+C while the command is still loading (its imports take a third of a second): the
     # same line and exit code as later, not a traceback through the import machinery. (Only
@@ -188,6 +189,7 @@ async def _with_engine(
         loop.add_signal_handler(signum, stop, signum)
     try:
         async with ShopBotEngine(settings) as engine:
+            set_aside_long_lived()  # (and collections resume: launch.py paused them)
             acted.append(await action(engine))
         return acted[0]
     except asyncio.CancelledError:
@@ -252,6 +254,8 @@ def _dispatch(args: argparse.Namespace, json_out: JsonOutput | None) -> int:
             return run_tui(settings, thread_id=args.thread, customer=args.customer)
         except StartRefused as exc:
             raise UsageError(str(exc)) from None
+    if args.command not in ("chat", "resume"):
+        resume_collecting()  # no engine to start (launch.py paused collections until then)
     if args.command == "chat":
         customer = args.chat_customer or args.customer
         if args.message == "-":

@@ -6,6 +6,8 @@ is system-wide on Linux), so the figures include interpreter start and every imp
 runs with the real engine (offline demo model) on a terminal-like driver that renders every
 frame into a sink; OUT receives the timings as JSON.
 
+The app starts as `shopbot` does (launch.py): Python's collector paused until the engine is up.
+
 - first paint: the first frame the app renders (the chat screen with "Loading the engine…");
 - ready: the first frame after the engine is up and the conversation is open (the message
   box accepts a message).
@@ -13,13 +15,19 @@ frame into a sink; OUT receives the timings as JSON.
 
 from __future__ import annotations
 
+import sys
 import time
 
 _T_MAIN = time.monotonic()
 
+if sys.argv[4:] != ["bare"]:
+    # What `shopbot` does first (launch.py); the bare floor is any Textual app, as it comes.
+    from shopbot_tui.collector import pause_for_start_up
+
+    pause_for_start_up()
+
 import asyncio  # noqa: E402
 import json  # noqa: E402
-import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
