@@ -75,9 +75,8 @@ async def test_the_app_resumes_collections_when_its_engine_cannot_start(
         ["chat", "--offline", "t-1", "Where is my order ORD-001?"],  # once the engine is up
     ],
 )
-def test_a_headless_command_resumes_collections(
-    collector: None, home: Path, argv: list[str]
-) -> None:
+@pytest.mark.usefixtures("home")
+def test_a_headless_command_resumes_collections(collector: None, argv: list[str]) -> None:
     pause_for_start_up()
     assert cli.main(argv) == 0
     assert gc.isenabled()
