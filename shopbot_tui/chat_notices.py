@@ -67,6 +67,8 @@ RETRYING_TITLE = "Model provider failed, retrying"
 ESCALATED_TITLE = "Escalated to a person"
 # An escalation's reason in its notification, at most this many characters: one short line.
 ESCALATION_REASON_WIDTH = 60
+# Several escalations in one notice: this many conversations named, the rest counted.
+NAMED_AT_MOST = 3
 
 
 class ChatNotices:
@@ -112,18 +114,19 @@ class ChatNotices:
         """Other conversations were escalated to a person: a new one named, with the bell
         (a person may be looking elsewhere, and a customer was promised a colleague); those
         open already when the app started, said once, with no bell (nothing just happened)."""
+        count = len(escalations)
         if at_start:
-            count = len(escalations)
             which = (
-                f"Conversation {escalations[0].thread_id} is"
+                f"Conversation {visible(escalations[0].thread_id)} is"
                 if count == 1
-                else f"{count} conversations are"
+                else f"{count} conversations ({named(escalations)}) are"
             )
             text = f"{which} escalated and waiting for a person: marked ▲ in ctrl+t."
-        elif len(escalations) == 1:
+        elif count == 1:
             text = escalation_line(escalations[0])
         else:
-            text = f"{len(escalations)} conversations were escalated: marked ▲ in ctrl+t."
+            which = f"{count} conversations were escalated ({named(escalations)})"
+            text = f"{which}: marked ▲ in ctrl+t."
         self._screen.notify(text, title=ESCALATED_TITLE, severity="warning", markup=False)
         if not at_start:
             self._screen.app.bell()
@@ -237,6 +240,15 @@ class ChatNotices:
             self._screen.notify(message.error, title="Export", severity="warning", markup=False)
         else:
             self._screen.notify(f"Saved to {message.path}", title="Chat exported", markup=False)
+
+
+def named(escalations: list[Escalation]) -> str:
+    """'t-1, t-2 and t-3', or 't-1, t-2, t-3 and 4 more': which ones, in one short line."""
+    ids = [visible(escalation.thread_id) for escalation in escalations]
+    if len(ids) > NAMED_AT_MOST:
+        shown, rest = ids[: NAMED_AT_MOST - 1], len(ids) - (NAMED_AT_MOST - 1)
+        return f"{', '.join(shown)} and {rest} more"
+    return f"{', '.join(ids[:-1])} and {ids[-1]}"
 
 
 def escalation_line(escalation: Escalation) -> str:

@@ -147,8 +147,8 @@ async def test_other_escalated_conversations_are_counted_and_marked_in_the_list(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert escalation_notices(app) == [
-            "Escalated to a person: 2 conversations are escalated and waiting for a person: "
-            "marked ▲ in ctrl+t."
+            "Escalated to a person: 2 conversations (t-one and t-two) are escalated and "
+            "waiting for a person: marked ▲ in ctrl+t."
         ]
         assert app.bells == 0
         await send(pilot, "Where is my order ORD-002?")
@@ -385,7 +385,8 @@ async def test_several_escalations_new_in_one_read_are_one_notification(tmp_path
         ]
         await app.chat.waiting.read(DecisionsRead([], escalations=both))
         assert escalation_notices(app) == [
-            "Escalated to a person: 2 conversations were escalated: marked ▲ in ctrl+t."
+            "Escalated to a person: 2 conversations were escalated (t-a and t-b): "
+            "marked ▲ in ctrl+t."
         ]
         assert app.bells == 1
 

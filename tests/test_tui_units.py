@@ -13,6 +13,7 @@ from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
 from agents.errors import DecisionPending, InputError
+from agents.escalation_queue import Escalation
 from agents.events import (
     AgentChanged,
     ApprovalRequest,
@@ -29,6 +30,7 @@ from agents.events import (
 )
 from agents.thread_registry import ChatLine, ThreadInfo, validate_thread_id
 from shopbot_tui.chat_export import transcript_markdown
+from shopbot_tui.chat_notices import named
 from shopbot_tui.ids import new_thread_id
 from shopbot_tui.messages import (
     AgentSwitched,
@@ -271,3 +273,18 @@ def test_only_a_turn_worker_ending_frees_its_thread(state: WorkerState) -> None:
     assert turns.busy == {"export", "thread-load", "t1"}
     turns.worker_changed(ended(f"{TURN_GROUP}t1"))
     assert turns.busy == {"export", "thread-load"}
+
+
+@pytest.mark.parametrize(
+    ("ids", "expected"),
+    [
+        (["t-a", "t-b"], "t-a and t-b"),
+        (["t-a", "t-b", "t-c"], "t-a, t-b and t-c"),
+        (["t-a", "t-b", "t-c", "t-d", "t-e"], "t-a, t-b and 3 more"),
+        # Written by another program into the registry: shown as text, never as control.
+        (["t-\x1b[2Jx", "t-b"], "t-\u241b[2Jx and t-b"),
+    ],
+)
+def test_several_escalations_are_named_in_one_short_line(ids: list[str], expected: str) -> None:
+    since = "2026-12-01T09:30:00.000Z"
+    assert named([Escalation(i, since, None, "reason") for i in ids]) == expected
