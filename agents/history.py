@@ -30,6 +30,12 @@ def customer_words(messages: Sequence[BaseMessage]) -> str:
     return "\n".join(text_of(m) for m in messages if isinstance(m, HumanMessage))
 
 
+def latest_customer_words(messages: Sequence[AnyMessage]) -> str:
+    """What the customer wrote in their latest message ("" if none): the last message of
+    `dialogue_view`, which always ends on the customer."""
+    return customer_words(dialogue_view(messages)[-1:])
+
+
 def is_final_reply(message: BaseMessage) -> bool:
     return isinstance(message, AIMessage) and not message.tool_calls and bool(text_of(message))
 

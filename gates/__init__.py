@@ -7,6 +7,7 @@ from gates.complaint import needs_review, validate_complaint
 from gates.order_id import (
     clean_query_type,
     normalise_order_id,
+    order_ids_as_written,
     unknown_order_text,
     validate_order_id,
     validate_ownership,
@@ -37,6 +38,7 @@ __all__ = [
     "clean_query_type",
     "needs_review",
     "normalise_order_id",
+    "order_ids_as_written",
     "unknown_order_text",
     "validate_complaint",
     "validate_order_id",

@@ -41,8 +41,14 @@ def normalise_order_id(raw: object) -> str:
 def order_ids_in(text: str) -> set[str]:
     """The order ids a customer wrote, spelled canonically (`ord 009`, `order #9` ->
     `ORD-009`)."""
+    return set(order_ids_as_written(text))
+
+
+def order_ids_as_written(text: str) -> list[str]:
+    """`order_ids_in`, in the order the customer wrote them, each once."""
     found = _MENTIONED_ID.finditer(unicodedata.normalize("NFKC", text))
-    return {f"ORD-{int(m['id'] or m['num'] or m['three']):03d}" for m in found}
+    ids = (f"ORD-{int(m['id'] or m['num'] or m['three']):03d}" for m in found)
+    return list(dict.fromkeys(ids))
 
 
 def customer_gave_unknown_text(order_id: str) -> str:

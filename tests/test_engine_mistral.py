@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from agents.events import HandedOff, LimitReached, Retrying, TokenDelta, TurnFailed
+from agents.other_orders import other_orders_sentence
 from agents.replies import LIMIT_REACHED, TURN_STOPPED_NOTE
 from agents.specialists.spec import MAX_HANDOFFS_PER_TURN
 from tests.engine_support import (
@@ -81,6 +82,31 @@ async def test_order_status(tmp_path: Path, fake_mistral: FakeMistralServer) -> 
     assert [t["function"]["name"] for t in extraction.body["tools"]] == ["OrderExtraction"]
     assert "Order ORD-001: Wireless Headphones" in final.messages[-1]["content"]
     assert fake_mistral.served == 3
+
+
+async def test_a_second_order_the_model_left_out_is_named_back_and_mistral_accepts_it(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    answer = "Your **Wireless Headphones** were delivered on 2025-06-10."
+    fake_mistral.script(
+        tool_call("lookup_order", {"order_id": "ORD-001"}),
+        structured("OrderExtraction", {"order_id": "ORD-001", "query_type": "status"}),
+        text(answer),
+        text("Happy to help."),
+    )
+    async with open_engine(tmp_path, offline=False) as engine:
+        turn = await say(engine, "m2", "Where are ORD-001 and ord 004?", "Alex")
+        sentence = other_orders_sentence(["ORD-004"])
+        assert turn.result.reply == f"{answer}\n\n{sentence}"
+        assert turn.streamed == turn.result.reply  # the sentence streamed like the rest
+        stored = (await history(engine, "m2"))[-1]
+        assert stored.content == turn.result.reply and not getattr(stored, "tool_calls", [])
+        # The next request carries the stored reply as an assistant message of text alone.
+        await say(engine, "m2", "thanks", "Alex")
+    replayed = fake_mistral.requests[-1].messages[-2]
+    assert replayed == {"role": "assistant", "content": turn.result.reply}
+    assert fake_mistral.rejections == []
+    assert fake_mistral.served == 4
 
 
 @pytest.mark.parametrize("decision", ["approve", "reject", "escalate"])

@@ -27,7 +27,9 @@ from agents.events import (
     outcome,
 )
 from agents.facade import InputError, ShopBotEngine
+from agents.history import text_of
 from agents.offline.demo_model import OfflineDemoModel
+from agents.other_orders import other_orders_sentence
 from agents.replies import TURN_CUT_NOTE, TURN_STOPPED_NOTE
 from agents.reviewer import Reviewer, login_name
 from agents.thread_registry import ThreadRegistry
@@ -42,6 +44,8 @@ from tests.engine_support import (
     tools_run,
 )
 from tests.fakes.failing_models import FlakyDemoModel, LockedStoreModel
+from tests.fakes.scripted_model import ScriptedChatModel, call, extract
+from tests.fakes.scripted_model import say as scripted_says
 from tests.test_tui_helpers import GatedModel
 
 
@@ -295,6 +299,86 @@ async def test_an_order_id_the_customer_mistyped_is_queried_with_them(tmp_path: 
         # Given the right number, the same thread goes on.
         fixed = await say(engine, "typo", "Sorry, it's ORD-001.", "Alex")
         assert "Wireless Headphones" in fixed.result.reply
+
+
+ALSO_MENTIONED = "You also mentioned"
+
+
+async def test_a_second_order_in_one_message_is_named_back_and_nothing_of_it_shown(
+    tmp_path: Path,
+) -> None:
+    async with open_engine(tmp_path) as engine:
+        turn = await say(engine, "two", "Where are ORD-001 and ORD-002?", "Alex")
+        reply = turn.result.reply
+        assert "Wireless Headphones" in reply and "Delivered" in reply  # Alex's own order
+        assert reply.endswith(other_orders_sentence(["ORD-002"]))
+        # Sam's order: named back as the customer wrote it, nothing more.
+        assert "Phone Case" not in reply and "In Transit" not in reply and "Sam" not in reply
+        assert tools_run(audit_of(engine, "two")) == [("lookup_order", {"order_id": "ORD-001"})]
+        # Streamed, announced, stored and shown alike.
+        assert turn.streamed == reply
+        assert [done.text for done in turn.of(ReplyDone)] == [reply]
+        assert text_of((await history(engine, "two"))[-1]) == reply
+        assert engine.transcript("two")[-1].text == reply
+        assert_mistral_valid(await history(engine, "two"))
+        # Asked about next, alone, it is answered with no sentence added.
+        single = await say(engine, "two", "Where is ORD-004?", "Alex")
+        assert "4K Monitor" in single.result.reply
+        assert ALSO_MENTIONED not in single.result.reply
+
+
+async def test_a_refund_of_two_orders_pays_the_first_and_names_the_other_once(
+    tmp_path: Path,
+) -> None:
+    async with open_engine(tmp_path) as engine:
+        text = "I want a refund for ORD-001 and ORD-004, both arrived damaged"
+        ask = await say(engine, "both", text, "Alex")
+        pending = ask.result.pending
+        assert pending is not None and pending.payload["order_id"] == "ORD-001"
+        assert [h.target for h in ask.of(HandedOff)] == ["refund_agent"]
+        done = await decide(engine, "both", "approve")
+        assert engine.shop.refund_for("ORD-001") is not None
+        assert engine.shop.refund_for("ORD-004") is None
+        reply = done.result.reply
+        assert reply.endswith(other_orders_sentence(["ORD-004"]))
+        assert done.streamed == reply
+        # Once, though two agents answered the message (the hand-off carries no reply).
+        said = [text_of(m) for m in await history(engine, "both")]
+        assert sum(ALSO_MENTIONED in line for line in said) == 1
+        assert_mistral_valid(await history(engine, "both"))
+
+
+async def test_an_over_limit_refund_escalates_its_order_and_names_the_other_back(
+    tmp_path: Path,
+) -> None:
+    async with open_engine(tmp_path) as engine:
+        text = "I want a refund for ORD-004 and ORD-001, both arrived damaged"
+        turn = await say(engine, "over", text, "Alex")
+        assert [e.reason for e in turn.of(Escalated)] == ["refund above the auto-refund limit"]
+        reply = turn.result.reply
+        assert "ORD-004" in reply  # the one passed to a colleague
+        assert reply.endswith(other_orders_sentence(["ORD-001"]))
+        assert text_of((await history(engine, "over"))[-1]) == reply
+        assert engine.shop.refund_for("ORD-001") is None
+        assert engine.shop.refund_for("ORD-004") is None
+
+
+async def test_a_reply_that_names_the_other_order_itself_gets_no_sentence(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedChatModel().script(
+        call("lookup_order", order_id="ORD-001"),
+        extract("OrderExtraction", order_id="ORD-001", query_type="status"),
+        scripted_says("ORD-001 was delivered. Ask me about ord 004 next."),
+        scripted_says("Which of the two shall I look at first?"),
+    )
+    async with open_engine(tmp_path, model=model) as engine:
+        named = await say(engine, "dup", "Where are ORD-001 and ORD-004?", "Alex")
+        assert named.result.reply == "ORD-001 was delivered. Ask me about ord 004 next."
+        # A reply about neither: both are named back, in the order the customer wrote them.
+        neither = await say(engine, "dup", "Where are ORD-004 and order #1?", "Alex")
+        assert neither.result.reply.endswith(other_orders_sentence(["ORD-004", "ORD-001"]))
+    assert model.remaining == 0
 
 
 async def test_angry_complaint_is_reviewed(tmp_path: Path) -> None:

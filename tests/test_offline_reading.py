@@ -13,6 +13,7 @@ from agents.offline.reading import (
     find_order_ids,
     intent_of,
     is_bare_order_id,
+    order_meant,
     refund_reason_in,
     sentiment_of,
 )
@@ -76,6 +77,33 @@ async def test_a_calm_complaint_after_an_order_question_is_not_angry(tmp_path: P
 )
 def test_order_ids(text: str, ids: list[str]) -> None:
     assert find_order_ids(text) == ids
+
+
+@pytest.mark.parametrize(
+    ("text", "meant"),
+    [
+        ("Where are ORD-004 and ORD-001?", "ORD-004"),  # listed: the first
+        ("ORD-002, ORD-001 and ORD-004", "ORD-002"),  # whoever's it is: the words decide
+        ("Where is ORD-004, sorry, I meant ORD-001", "ORD-001"),  # corrected: the last
+        ("not ORD-004 but ORD-001", "ORD-001"),
+        ("ORD-004... oops, ORD-001", "ORD-001"),
+        ("ORD-004, or rather ORD-001", "ORD-001"),
+        ("Sorry to bother you: ORD-001 and ORD-004?", "ORD-001"),  # politeness, before them
+        ("ORD-001 and ORD-004 actually arrived broken, sorry", "ORD-001"),  # after them
+        ("Sorry, it's ORD-004.", "ORD-004"),
+        ("where is order #3?", "ORD-3"),  # as typed, like find_order_ids
+        ("my order is late", ""),
+    ],
+)
+def test_the_order_a_message_means(text: str, meant: str) -> None:
+    assert order_meant(text) == meant
+
+
+def test_reading_the_dialogue_keeps_the_order_a_message_meant() -> None:
+    said = [HumanMessage("Where are ORD-001 and ORD-004?")]
+    assert read_dialogue(said).current_order == "ORD-001"
+    corrected = [*said, AIMessage("..."), HumanMessage("no wait, not ORD-001, I meant ORD-007")]
+    assert read_dialogue(corrected).current_order == "ORD-007"
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from agents.audit_log import AuditQuery
 from agents.context import RetryBudget
 from agents.events import EngineEvent, ReplyDone, StepChanged
 from agents.facade import TURN_STOPPED_NOTE, ShopBotEngine
+from agents.other_orders import other_orders_sentence
 from shopbot_tui.chat_notices import NOTHING_LEFT_TO_STOP, STILL_PAYING
 from shopbot_tui.screens.approval import ApprovalScreen
 from shopbot_tui.screens.chat import ChatScreen
@@ -73,6 +74,20 @@ async def test_order_status_turn(tmp_path: Path) -> None:
         assert app.engine is not None
         stored = [(line.role, line.text) for line in app.engine.transcript("t-order")]
         assert stored == [line for line in lines if not line[1].startswith("New conversation")]
+
+
+async def test_a_second_order_in_a_message_is_named_back_on_screen(tmp_path: Path) -> None:
+    app = make_app(tmp_path, thread_id="t-two", customer="Alex")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where are ORD-001 and ORD-002?")
+        reply = replies(app)[-1]
+        assert "Wireless Headphones" in reply
+        assert reply.endswith(other_orders_sentence(["ORD-002"]))
+        # On screen, where the customer reads it, with nothing of Sam's order.
+        frame = " ".join(frame_text(app).split())
+        assert "You also mentioned ORD-002" in frame
+        assert "Phone Case" not in frame and "In Transit" not in frame
 
 
 async def test_a_reply_streams_into_one_markdown_widget(tmp_path: Path) -> None:

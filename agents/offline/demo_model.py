@@ -47,6 +47,7 @@ from agents.offline.reading import (
     intent_of,
     is_bare_order_id,
     is_foreign,
+    order_meant,
     query_type_of,
     refund_reason_in,
     repair_order_id,
@@ -82,10 +83,10 @@ def _facts(system: str) -> dict[str, Any]:
 
 
 def _order_in_question(dialogue: Dialogue) -> str:
-    """The order named in the latest message (the last one, as in "not ORD-002, ORD-003"),
-    else the one the conversation is about."""
-    ids = dialogue.ids_in_latest
-    return ids[-1] if ids else dialogue.current_order
+    """The order the latest message means (see `order_meant`), else the one the conversation
+    is about. The answering and the extraction call both read it here: what the demo looks up
+    is what the gates validate."""
+    return order_meant(dialogue.latest) or dialogue.current_order
 
 
 class OfflineDemoModel(LocalChatModel):
@@ -342,10 +343,7 @@ class OfflineDemoModel(LocalChatModel):
         if intent_of(dialogue.latest) == "cancel":
             # There is no cancel tool: say so plainly, then what the customer can do instead.
             lines = [CANNOT_CANCEL, "", *lines, "", cannot_cancel(match["status"])]
-        mentioned = dict.fromkeys(repair_order_id(i) for i in dialogue.ids_in_latest)
-        others = [order_id for order_id in mentioned if order_id != match["id"]]
-        if others:
-            lines += ["", f"I look up one order at a time: ask me about {', '.join(others)} next."]
+        # Other orders the customer named are named back by the engine, for every model.
         return "\n".join(lines)
 
     @staticmethod

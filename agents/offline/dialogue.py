@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from agents.offline.reading import find_order_ids, repair_order_id
+from agents.offline.reading import find_order_ids, order_meant, repair_order_id
 from agents.replies import ESCALATED_AFTER_CORRECTIONS
 
 CORRECTION_MARK = "Your previous extraction contained a validation error"
@@ -39,8 +39,9 @@ class Dialogue:
     said: tuple[str, ...]
     # The assistant's last reply before the customer's latest message: what it asked them.
     last_reply: str
-    # The order the conversation is about: the last one the customer named, unless the shop
-    # then said it is not on their account (asking about it again would only fail again).
+    # The order the conversation is about: the one the customer's last message naming one
+    # meant (`order_meant`), unless the shop then said it is not on their account (asking
+    # about it again would only fail again).
     current_order: str
 
     @property
@@ -61,8 +62,8 @@ def read_dialogue(messages: Sequence[BaseMessage]) -> Dialogue:
         if isinstance(message, HumanMessage) and CORRECTION_MARK not in text:
             said.append(text)
             last_reply = replies[-1] if replies else ""
-            if ids := find_order_ids(text):
-                current = ids[-1]
+            if named := order_meant(text):
+                current = named
         elif isinstance(message, AIMessage) and not message.tool_calls and text:
             replies.append(text)
             missing = _NOT_FOUND.search(text)

@@ -88,12 +88,41 @@ SENTIMENT_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+def _as_typed(match: re.Match[str]) -> str:
+    return f"ORD-{(match['id'] or match['num'] or match['three']).upper()}"
+
+
 def find_order_ids(text: str) -> list[str]:
     """Order ids as written ('ORD-0O1' stays wrong), upper-cased, in order of appearance."""
-    return [
-        f"ORD-{(match['id'] or match['num'] or match['three']).upper()}"
-        for match in _ID_LIKE.finditer(text)
-    ]
+    return [_as_typed(match) for match in _ID_LIKE.finditer(text)]
+
+
+# A customer correcting themselves settles on the id they write last: "not ORD-001, I meant
+# ORD-004", "ORD-001, sorry, ORD-004". "Not" just before the first id, or one of these words
+# between the first id and the last ("sorry to bother you" before them is politeness, and
+# "actually arrived broken" after them describes the orders).
+_NEGATED = re.compile(r"\b(?:not|no)\W*$", re.IGNORECASE)
+_CORRECTING = re.compile(
+    r"\b(i mean|meant|sorry|oops|actually|instead|rather|correction|typo|wrong|"
+    r"should (?:be|have been|read)|make that|scratch that)\b",
+    re.IGNORECASE,
+)
+
+
+def order_meant(text: str) -> str:
+    """The order a message is about, as written ("" if it names none).
+
+    The first id: a customer listing orders starts with the one on their mind (the engine
+    names the others back to them). The last when they correct themselves, as above. Read
+    from the words alone, as a language model would: the shop's records are not consulted.
+    """
+    found = list(_ID_LIKE.finditer(text))
+    if not found:
+        return ""
+    first, last = found[0], found[-1]
+    between = text[first.end() : last.start()]
+    corrects = _NEGATED.search(text[: first.start()]) or _CORRECTING.search(between)
+    return _as_typed(last if corrects else first)
 
 
 def repair_order_id(raw: str) -> str:

@@ -11,10 +11,12 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph import END
 from langgraph.runtime import Runtime
+from langgraph.types import StreamWriter
 
 from agents.context import ShopContext
 from agents.events import ReplyDone, StepChanged, TokenDelta
 from agents.history import storable_reply, text_of, without_handoffs
+from agents.other_orders import other_orders_in_turn
 from agents.prompts import specialist_prompt
 from agents.provider import call_model
 from agents.reporting import report
@@ -67,12 +69,29 @@ def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
         if not reply.tool_calls:
             if not text_of(reply).strip():
                 reply = AIMessage(content=EMPTY_REPLY_FALLBACK, id=reply.id)
+            if spec.works_on_orders:
+                reply = naming_other_orders(reply, state, runtime.stream_writer, spec.name)
             report(runtime, ReplyDone(agent=spec.name, text=text_of(reply)))
             if spec.review == "complaint" and state.get("validated"):
                 return {"messages": [reply], **close_complaint(runtime, spec.name)}
         return {"messages": [reply]}
 
     return respond
+
+
+def naming_other_orders(
+    reply: AIMessage, state: SpecialistState, write: StreamWriter, agent: str
+) -> AIMessage:
+    """`reply` (a final one) ending with the sentence that names the orders the customer's
+    latest message named and this turn did not answer (see other_orders.py). The sentence is
+    streamed like the model's words, so the screen, the stored reply and `ReplyDone` agree."""
+    text = text_of(reply)
+    sentence = other_orders_in_turn(state, text)
+    if not sentence:
+        return reply
+    addition = f"\n\n{sentence}"
+    write(TokenDelta(agent, addition))
+    return reply.model_copy(update={"content": text + addition})
 
 
 def route_after_respond(state: SpecialistState) -> str:

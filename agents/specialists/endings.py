@@ -18,6 +18,7 @@ from agents.events import (
     StepChanged,
 )
 from agents.history import refuse_pending
+from agents.other_orders import other_orders_in_turn
 from agents.replies import ESCALATED_AFTER_CORRECTIONS, ESCALATED_OVER_LIMIT, LIMIT_REACHED
 from agents.reporting import report
 from agents.specialists.spec import SpecialistSpec
@@ -33,6 +34,10 @@ def make_escalate(spec: SpecialistSpec) -> Any:
             # The order this turn's extraction named, not the conversation's last validated one.
             asked = normalise_order_id((state.get("extraction") or {}).get("order_id"))
             text = ESCALATED_OVER_LIMIT.format(order_id=asked or "your order")
+            # Only that order goes to a colleague: another the customer named is theirs to
+            # ask about next. (After failed corrections the whole request goes to one.)
+            if others := other_orders_in_turn(state, text):
+                text = f"{text}\n\n{others}"
         else:
             reason = "gate still failing after corrections"
             text = ESCALATED_AFTER_CORRECTIONS.format(attempts=state.get("corrections", 0))

@@ -33,6 +33,11 @@ class SpecialistSpec:
     review: Literal["complaint"] | None = None
 
     @property
+    def works_on_orders(self) -> bool:
+        """Order and refund agents: each turn's extraction names the one order it works on."""
+        return "order_id" in self.schema.model_fields
+
+    @property
     def handoff_tools(self) -> list[BaseTool]:
         return handoffs_from(self.name)
 
