@@ -141,6 +141,9 @@ NARROW_BELOW = 70
 # a refund's four checks need 24 rows of a 27-row dialog, and at 80x24 only the first one
 # showed above the options.
 SHORT_BELOW = 30
+# Below this many rows the options' buttons are one row tall as well (approval.tcss): at
+# 70x20 the last two of a refund's four checks were below the fold, in a scrolled pane.
+TINY_BELOW = 24
 
 
 class ApprovalScreen(ModalScreen[str | None]):
@@ -149,7 +152,7 @@ class ApprovalScreen(ModalScreen[str | None]):
     CSS_PATH = "approval.tcss"
     # (Not annotated ClassVar: see ThreadsScreen.)
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]  # noqa: RUF012
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_BELOW, "-tall")]  # noqa: RUF012
+    VERTICAL_BREAKPOINTS = [(0, "-tiny"), (TINY_BELOW, "-short"), (SHORT_BELOW, "-tall")]  # noqa: RUF012
     BINDINGS: ClassVar[list[BindingType]] = [
         *(
             Binding(
