@@ -311,6 +311,37 @@ async def test_an_earlier_question_is_no_refund_reason(tmp_path: Path) -> None:
     assert "why you'd like to return it" in turn.result.reply
 
 
+@pytest.mark.parametrize("question", ["what can you do?", "help", "Who are you?"])
+async def test_what_it_can_do_is_said_when_asked(tmp_path: Path, question: str) -> None:
+    async with open_engine(tmp_path) as engine:
+        # After the greeting, whose reply mentions the order number: not "I need the order
+        # number" as if the question had been an answer to it.
+        await say(engine, "h", "hi", "Alex")
+        turn = await say(engine, "h", question, "Alex")
+        ran = tools_run(audit_of(engine, "h"))
+    reply = turn.result.reply
+    for does in ("order's status", "refund", "complaint"):
+        assert does in reply, reply
+    assert "need the order number" not in reply and ran == []
+
+
+async def test_a_reason_too_short_is_asked_about_again_not_the_same_question(
+    tmp_path: Path,
+) -> None:
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "w", "I want a refund for ORD-001", "Alex")
+        short = await say(engine, "w", "it broke", "Alex")
+        # The gate judged what the customer said (as with a language model), and the reply
+        # asks for more, not "why?" again as if the answer had not been heard.
+        failed = [e for e in audit_of(engine, "w") if e.kind == "gate_failed"]
+        assert "'it broke' is too short" in failed[-1].detail["detail"]
+        assert "a little more about what went wrong" in short.result.reply
+        assert "why you'd like to return it" not in short.result.reply
+        enough = await say(engine, "w", "it stopped charging after a week", "Alex")
+    assert enough.result.pending is not None
+    assert enough.result.pending.payload["reason"] == "it stopped charging after a week"
+
+
 async def test_a_sloppy_id_once_looked_up_is_refunded_by_its_real_number(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         await say(engine, "s", "ord 5", "Sam")

@@ -14,6 +14,12 @@ NEED_ORDER_ID = "I need the order number to look an order up: ORD- and three dig
 ASK_REASON = (
     "Could you tell me in a sentence why you'd like to return it? That helps us process the refund."
 )
+# The reason given is too short for the refund gate: asking the same question again read as
+# if the answer had not been heard.
+MORE_REASON = (
+    "Could you say a little more about what went wrong? A short sentence is enough, like "
+    '"it stopped charging after a week".'
+)
 ASK_COMPLAINT_DETAILS = (
     "I'm sorry to hear that. Could you tell me a little more about what went wrong "
     "(which order, and what happened), so I can file this properly?"

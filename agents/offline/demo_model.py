@@ -22,6 +22,7 @@ from agents.offline.answers import (
     CLOSING,
     ENGLISH_ONLY,
     HELP,
+    MORE_REASON,
     NEED_ORDER_ID,
     NO_COMPLAINT,
     SORRY_WHICH_HELP,
@@ -70,7 +71,20 @@ _ASKS_ELIGIBILITY = re.compile(
     re.IGNORECASE,
 )
 # Replies after which the customer's next words are their refund reason.
-_ASKED_FOR_REASON = ("why you'd like to return it", "reply here and we'll take another look")
+_ASKED_FOR_REASON = (
+    "why you'd like to return it",
+    "reply here and we'll take another look",
+    "say a little more about what went wrong",
+)
+
+
+def _reason_given(dialogue: Dialogue) -> str:
+    """The refund reason, as a language model would take it. An answer to "why?" is the
+    customer's reason however short: the refund gate judges it, and the reply asks for more."""
+    reason = refund_reason_in(dialogue.said)
+    if not reason and any(asked in dialogue.last_reply for asked in _ASKED_FOR_REASON):
+        reason = " ".join(dialogue.latest.split())
+    return reason
 
 
 def _system_text(messages: Sequence[BaseMessage]) -> str:
@@ -120,7 +134,7 @@ class OfflineDemoModel(LocalChatModel):
         if schema == "OrderExtraction":
             fields = {"order_id": order_id, "query_type": query_type_of(latest)}
         elif schema == "RefundExtraction":
-            fields = {"order_id": order_id, "reason": refund_reason_in(said)}
+            fields = {"order_id": order_id, "reason": _reason_given(dialogue)}
         else:
             recent = " ".join(said[-2:])
             fields = {"issue_summary": complaint_summary(latest), "sentiment": sentiment_of(recent)}
@@ -195,7 +209,7 @@ class OfflineDemoModel(LocalChatModel):
             if _ASKS_ELIGIBILITY.search(latest):
                 return self._call("check_refund_eligibility", order_id=order_id)
             # As the prompt says: ask for the refund; the shop checks it, a human approves.
-            reason = refund_reason_in(dialogue.said)
+            reason = _reason_given(dialogue)
             return self._call("process_refund", order_id=order_id, reason=reason)
         if intent == "refund":
             return AIMessage(content=f"I can help with that refund. {ASK_ORDER_ID}")
@@ -227,6 +241,8 @@ class OfflineDemoModel(LocalChatModel):
             if len(dialogue.said) > 1:  # introduced already
                 return f"{hello} What else can I help you with?"
             return f"{hello} I'm ShopBot, running as an offline demo. {HELP}"
+        if intent == "help":
+            return f"I'm ShopBot, running as an offline demo. {HELP}"
         if intent == "thanks":
             return f"You're welcome! {ANYTHING_ELSE}"
         if intent == "no":
@@ -305,8 +321,8 @@ class OfflineDemoModel(LocalChatModel):
         # Not delivered first: a reason would not make it refundable.
         if status := re.search(r"Order (ORD-\d+) has status '([^']+)'", content):
             return cls._not_delivered(status.group(1), status.group(2))
-        if "is too short" in content and "reason" in content.lower():
-            return ASK_REASON
+        if short := re.search(r"Refund reason '([^']*)' is too short", content):
+            return MORE_REASON if short.group(1).strip() else ASK_REASON
         if ref := re.search(r"already been refunded \(reference (\S+?)\)", content):
             return f"That order has already been refunded. Your reference is **{ref.group(1)}**."
         if "was not found for this customer" in content:

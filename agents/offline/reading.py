@@ -11,7 +11,17 @@ from collections.abc import Sequence
 from typing import Literal
 
 Intent = Literal[
-    "policy", "refund", "complaint", "cancel", "order", "greeting", "thanks", "no", "yes", "other"
+    "policy",
+    "refund",
+    "complaint",
+    "cancel",
+    "order",
+    "greeting",
+    "help",
+    "thanks",
+    "no",
+    "yes",
+    "other",
 ]
 
 # Anything that looks like an attempt at an order id: ORD-001, ord 1, ORD-0O1, ORD-99X, and
@@ -61,6 +71,12 @@ _CANCEL = re.compile(
 )
 _GREETING = re.compile(
     r"^\s*(hi|hello|hey|hiya|howdy|good (morning|afternoon|evening)|hola|bonjour|hallo)\b",
+    re.IGNORECASE,
+)
+# What a newcomer asks first: what this is and what it can do.
+_HELP = re.compile(
+    r"\b(what can you (do|help with)|what do you do|how (does|do) (this|it|you) work|"
+    r"who are you|what are you|what is this|what's this)\b|^\W*(help|i need help)\W*$",
     re.IGNORECASE,
 )
 _THANKS = re.compile(r"\b(thanks?|thank you|thx|ty|cheers|great|perfect)\b", re.IGNORECASE)
@@ -151,6 +167,8 @@ def intent_of(text: str) -> Intent:
         return "order"
     if _GREETING.search(text):
         return "greeting"
+    if _HELP.search(text):
+        return "help"
     if _NO.search(text):
         return "no"
     if _THANKS.search(text):
