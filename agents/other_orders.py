@@ -13,13 +13,13 @@ from collections.abc import Sequence
 
 from agents.history import latest_customer_words
 from agents.state import SpecialistState
-from gates import normalise_order_id, order_ids_as_written
+from gates import normalise_order_id, order_ids_as_written, order_ids_meant
 
 
 def orders_not_answered(said: str, handled: str, reply: str) -> list[str]:
-    """The order ids in `said` (the customer's latest message), in the order written, less
-    the order the turn `handled` and any the `reply` already names."""
-    named = order_ids_as_written(said)
+    """The order ids `said` means (the customer's latest message: `order_ids_meant`), in the
+    order written, less the order the turn `handled` and any the `reply` already names."""
+    named = order_ids_meant(said)
     if not handled.strip() and len(named) < 2:
         return []  # one order named, none worked on: the reply is about it, spelled out or not
     answered = {normalise_order_id(handled), *order_ids_as_written(reply)}

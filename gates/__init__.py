@@ -6,8 +6,10 @@ Each gate takes plain data and returns `(True, cleaned_data)` or `(False, error_
 from gates.complaint import needs_review, validate_complaint
 from gates.order_id import (
     clean_query_type,
+    corrects_itself,
     normalise_order_id,
     order_ids_as_written,
+    order_ids_meant,
     unknown_order_text,
     validate_order_id,
     validate_ownership,
@@ -36,9 +38,11 @@ __all__ = [
     "GateResult",
     "Remedy",
     "clean_query_type",
+    "corrects_itself",
     "needs_review",
     "normalise_order_id",
     "order_ids_as_written",
+    "order_ids_meant",
     "unknown_order_text",
     "validate_complaint",
     "validate_order_id",

@@ -23,6 +23,16 @@ _MENTIONED_ID = re.compile(
     r")(?![A-Za-z0-9])",
     re.IGNORECASE,
 )
+# A customer correcting themselves settles on the id written last: "not ORD-002, ORD-004",
+# "ORD-001, sorry, I meant ORD-004". "Not" just before the first id, or one of these words
+# between the first id and the last ("sorry to bother you" before them is politeness, and
+# "actually arrived broken" after them describes the orders).
+_NEGATED = re.compile(r"\b(?:not|no)\W*$", re.IGNORECASE)
+_CORRECTING = re.compile(
+    r"\b(i mean|meant|sorry|oops|actually|instead|rather|correction|typo|wrong|"
+    r"should (?:be|have been|read)|make that|scratch that)\b",
+    re.IGNORECASE,
+)
 QUERY_TYPES = ("status", "delivery_date", "product", "general")
 
 
@@ -47,8 +57,31 @@ def order_ids_in(text: str) -> set[str]:
 def order_ids_as_written(text: str) -> list[str]:
     """`order_ids_in`, in the order the customer wrote them, each once."""
     found = _MENTIONED_ID.finditer(unicodedata.normalize("NFKC", text))
-    ids = (f"ORD-{int(m['id'] or m['num'] or m['three']):03d}" for m in found)
-    return list(dict.fromkeys(ids))
+    return list(dict.fromkeys(map(_canonical, found)))
+
+
+def order_ids_meant(text: str) -> list[str]:
+    """The ids a customer means, in the order written, each once: to name back to them, so
+    only what reads as an id for sure (a bare "order 120" only with a leading zero, "order
+    003": "that order 120 dollars ago" names none), and only the last of a message that
+    corrects itself ("ORD-001, sorry, I meant ORD-004")."""
+    text = unicodedata.normalize("NFKC", text)
+    found = [m for m in _MENTIONED_ID.finditer(text) if not m["three"] or m["three"][0] == "0"]
+    if len(found) > 1 and corrects_itself(
+        text[: found[0].start()], text[found[0].end() : found[-1].start()]
+    ):
+        found = found[-1:]
+    return list(dict.fromkeys(map(_canonical, found)))
+
+
+def corrects_itself(before_first: str, between: str) -> bool:
+    """Whether a message naming several ids corrects itself, from the text `before_first`
+    of them and `between` its first and its last."""
+    return bool(_NEGATED.search(before_first) or _CORRECTING.search(between))
+
+
+def _canonical(match: re.Match[str]) -> str:
+    return f"ORD-{int(match['id'] or match['num'] or match['three']):03d}"
 
 
 def customer_gave_unknown_text(order_id: str) -> str:

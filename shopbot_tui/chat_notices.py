@@ -67,7 +67,7 @@ RETRYING_TITLE = "Model provider failed, retrying"
 ESCALATED_TITLE = "Escalated to a person"
 # An escalation's reason in its notification, at most this many characters: one short line.
 ESCALATION_REASON_WIDTH = 60
-# Several escalations in one notice: this many conversations named, the rest counted.
+# Several escalations in one notice: up to this many named; with more, one fewer and a count.
 NAMED_AT_MOST = 3
 
 
@@ -243,7 +243,8 @@ class ChatNotices:
 
 
 def named(escalations: list[Escalation]) -> str:
-    """'t-1, t-2 and t-3', or 't-1, t-2, t-3 and 4 more': which ones, in one short line."""
+    """'t-1, t-2 and t-3'; with more than three, 't-1, t-2 and 5 more': which ones, in one
+    short line."""
     ids = [visible(escalation.thread_id) for escalation in escalations]
     if len(ids) > NAMED_AT_MOST:
         shown, rest = ids[: NAMED_AT_MOST - 1], len(ids) - (NAMED_AT_MOST - 1)

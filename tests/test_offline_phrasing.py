@@ -342,6 +342,42 @@ async def test_a_reason_too_short_is_asked_about_again_not_the_same_question(
     assert enough.result.pending.payload["reason"] == "it stopped charging after a week"
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "refund ORD-001 please",
+        "ORD-001 please",
+        "just refund it please",
+        "I want my money back",
+        "I'd like a refund please",
+    ],
+)
+async def test_asking_again_is_no_reason(tmp_path: Path, answer: str) -> None:
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "n", "I want a refund for ORD-001", "Alex")
+        turn = await say(engine, "n", answer, "Alex")
+    # Not staged for a person with the request itself as its reason: asked why, again.
+    assert turn.result.pending is None
+    assert "why you'd like to return it" in turn.result.reply
+
+
+async def test_a_reason_that_starts_with_a_question_is_still_the_reason(tmp_path: Path) -> None:
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "q", "I want a refund for ORD-001", "Alex")
+        turn = await say(engine, "q", "what is this? it broke after one day", "Alex")
+    assert turn.result.pending is not None
+    assert "it broke after one day" in turn.result.pending.payload["reason"]
+
+
+async def test_a_complaint_that_asks_what_they_will_do_is_not_the_introduction(
+    tmp_path: Path,
+) -> None:
+    text = "what are you going to do about my broken headphones?"
+    async with open_engine(tmp_path) as engine:
+        turn = await say(engine, "c", text, "Alex")
+    assert "running as an offline demo" not in turn.result.reply
+
+
 async def test_a_sloppy_id_once_looked_up_is_refunded_by_its_real_number(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         await say(engine, "s", "ord 5", "Sam")

@@ -7,7 +7,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agents.history import latest_customer_words
 from agents.other_orders import orders_not_answered, other_orders_sentence
-from gates import order_ids_as_written
+from gates import order_ids_as_written, order_ids_meant
 
 ONE = (
     "You also mentioned ORD-004: I handle one order at a time, so ask me about it next and "
@@ -53,6 +53,14 @@ def test_nothing_to_name_is_no_sentence(ids: list[str]) -> None:
         # Nothing handled (the model asked a question): all of them, as written, each once.
         ("order #4, ORD-001 and ORD-004", "", "Which one first?", ["ORD-004", "ORD-001"]),
         ("Where is my order?", "", "Which order?", []),
+        # Corrected away: the customer means only the last.
+        ("Where is ORD-001? sorry, I meant ORD-004", "ORD-004", "Delivered.", []),
+        ("not ORD-002, ORD-004 - where is it?", "ORD-004", "Delivered.", []),
+        # "Sorry" before the ids is politeness: both are meant.
+        ("Sorry to bother you: ORD-001 and ORD-004?", "ORD-001", "Delivered.", ["ORD-004"]),
+        # A bare "order 120" is an amount here, never named back as an order of theirs.
+        ("Where is ORD-001? I paid for that order 120 dollars ago", "ORD-001", "x", []),
+        ("ORD-001, and another order 150 days ago", "ORD-001", "x", []),
     ],
 )
 def test_the_orders_not_answered(said: str, handled: str, reply: str, left: list[str]) -> None:
@@ -61,6 +69,21 @@ def test_the_orders_not_answered(said: str, handled: str, reply: str, left: list
 
 def test_ids_as_written_keep_the_customers_order() -> None:
     assert order_ids_as_written("ord 009, ORD-002 and order #9") == ["ORD-009", "ORD-002"]
+
+
+@pytest.mark.parametrize(
+    ("said", "meant"),
+    [
+        ("order 003 and order #12", ["ORD-003", "ORD-012"]),  # a leading zero: an id for sure
+        ("that order 120 dollars ago", []),
+        ("ORD-120 and ORD-004", ["ORD-120", "ORD-004"]),
+        ("ORD-001, oops, ORD-004", ["ORD-004"]),
+        ("ORD-001 should be ORD-004", ["ORD-004"]),
+        ("ORD-001 and ORD-004 actually arrived broken", ["ORD-001", "ORD-004"]),
+    ],
+)
+def test_the_ids_a_customer_means(said: str, meant: list[str]) -> None:
+    assert order_ids_meant(said) == meant
 
 
 def test_the_latest_customer_words_skip_the_tool_traffic_after_them() -> None:

@@ -50,6 +50,7 @@ from agents.offline.reading import (
     is_foreign,
     order_meant,
     query_type_of,
+    refund_reason,
     refund_reason_in,
     repair_order_id,
     sentiment_of,
@@ -80,10 +81,12 @@ _ASKED_FOR_REASON = (
 
 def _reason_given(dialogue: Dialogue) -> str:
     """The refund reason, as a language model would take it. An answer to "why?" is the
-    customer's reason however short: the refund gate judges it, and the reply asks for more."""
+    customer's reason however short ("it broke"): the refund gate judges it, and the reply
+    asks for more. Only an answer: "refund ORD-001 please" asks again, it gives no reason."""
     reason = refund_reason_in(dialogue.said)
-    if not reason and any(asked in dialogue.last_reply for asked in _ASKED_FOR_REASON):
-        reason = " ".join(dialogue.latest.split())
+    answers = any(asked in dialogue.last_reply for asked in _ASKED_FOR_REASON)
+    if not reason and answers and intent_of(dialogue.latest) == "other":
+        reason = refund_reason(dialogue.latest, at_least=1)
     return reason
 
 

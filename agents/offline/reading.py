@@ -10,6 +10,8 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
+from gates import corrects_itself
+
 Intent = Literal[
     "policy",
     "refund",
@@ -74,9 +76,11 @@ _GREETING = re.compile(
     re.IGNORECASE,
 )
 # What a newcomer asks first: what this is and what it can do.
+# The whole message only: "what are you going to do about my broken headphones?" is a
+# complaint, "what is this charge on my card" a question about an order.
 _HELP = re.compile(
-    r"\b(what can you (do|help with)|what do you do|how (does|do) (this|it|you) work|"
-    r"who are you|what are you|what is this|what's this)\b|^\W*(help|i need help)\W*$",
+    r"^\W*(what can you (do|help (me )?with)|what do you do|how (does|do) (this|it|you) work|"
+    r"who are you|what are you|what is this|what's this|help|i need help)\W*$",
     re.IGNORECASE,
 )
 _THANKS = re.compile(r"\b(thanks?|thank you|thx|ty|cheers|great|perfect)\b", re.IGNORECASE)
@@ -113,23 +117,12 @@ def find_order_ids(text: str) -> list[str]:
     return [_as_typed(match) for match in _ID_LIKE.finditer(text)]
 
 
-# A customer correcting themselves settles on the id they write last: "not ORD-001, I meant
-# ORD-004", "ORD-001, sorry, ORD-004". "Not" just before the first id, or one of these words
-# between the first id and the last ("sorry to bother you" before them is politeness, and
-# "actually arrived broken" after them describes the orders).
-_NEGATED = re.compile(r"\b(?:not|no)\W*$", re.IGNORECASE)
-_CORRECTING = re.compile(
-    r"\b(i mean|meant|sorry|oops|actually|instead|rather|correction|typo|wrong|"
-    r"should (?:be|have been|read)|make that|scratch that)\b",
-    re.IGNORECASE,
-)
-
-
 def order_meant(text: str) -> str:
     """The order a message is about, as written ("" if it names none).
 
     The first id: a customer listing orders starts with the one on their mind (the engine
-    names the others back to them). The last when they correct themselves, as above. Read
+    names the others back to them). The last when they correct themselves ("not ORD-002,
+    ORD-004": `gates.corrects_itself`, the rule the engine names orders back by). Read
     from the words alone, as a language model would: the shop's records are not consulted.
     """
     found = list(_ID_LIKE.finditer(text))
@@ -137,7 +130,7 @@ def order_meant(text: str) -> str:
         return ""
     first, last = found[0], found[-1]
     between = text[first.end() : last.start()]
-    corrects = _NEGATED.search(text[: first.start()]) or _CORRECTING.search(between)
+    corrects = corrects_itself(text[: first.start()], between)
     return _as_typed(last if corrects else first)
 
 
@@ -236,12 +229,13 @@ def sentiment_of(text: str) -> str:
     return "neutral"
 
 
-def refund_reason(text: str) -> str:
-    """The customer's reason, without the request itself; '' when they gave none."""
+def refund_reason(text: str, *, at_least: int = 10) -> str:
+    """The customer's reason, without the request itself; '' when they gave none (fewer than
+    `at_least` characters: shorter, a word like "please" is left of a request)."""
     clauses = [c.strip() for c in _CLAUSES.split(_ID_LIKE.sub(" ", text))]
     reason = " ".join(c for c in clauses if c and not _REFUND.search(c))
     reason = " ".join(reason.split())
-    return reason if len(reason) >= 10 else ""
+    return reason if len(reason) >= at_least else ""
 
 
 def asks_refund(text: str) -> bool:
