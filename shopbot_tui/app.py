@@ -27,7 +27,7 @@ from agents.facade import (
     person_name,
     validate_thread_id,
 )
-from shopbot_tui.collector import resume_collecting, set_aside_long_lived
+from shopbot_tui.collector import resume_after_start_up, resume_collecting
 from shopbot_tui.commands import ShopBotCommands
 from shopbot_tui.ids import new_thread_id
 from shopbot_tui.messages import EngineFailed, EngineReady
@@ -151,7 +151,7 @@ class ShopBotApp(App[int]):
             factory = self._engine_factory or await self._default_factory(engine_class)
             engine = factory()
             await engine.start()
-            set_aside_long_lived()
+            resume_after_start_up()
         except Exception as exc:
             resume_collecting()
             # A store damaged past its first page fails mid-start (reconciling the refunds

@@ -50,7 +50,7 @@ try:
         print_conversation,
         print_threads,
     )
-    from shopbot_tui.collector import resume_collecting, set_aside_long_lived
+    from shopbot_tui.collector import resume_after_start_up, resume_collecting
 except KeyboardInterrupt:
     # Ctrl+C while the command is still loading (its imports take a third of a second): the
     # same line and exit code as later, not a traceback through the import machinery. (Only
@@ -189,7 +189,7 @@ async def _with_engine(
         loop.add_signal_handler(signum, stop, signum)
     try:
         async with ShopBotEngine(settings) as engine:
-            set_aside_long_lived()  # (and collections resume: launch.py paused them)
+            resume_after_start_up()  # launch.py paused collections until now
             acted.append(await action(engine))
         return acted[0]
     except asyncio.CancelledError:

@@ -20,13 +20,22 @@ FULL_COLLECTION_EVERY = 100  # CPython's default is 10
 
 def pause_for_start_up() -> None:
     """The first thing `shopbot` does (launch.py): no collections until the engine is up
-    (`set_aside_long_lived`) or has failed (`resume_collecting`). Starting imports Textual,
+    (`resume_after_start_up`) or has failed (`resume_collecting`). Starting imports Textual,
     then LangChain and LangGraph: objects that live as long as the process, which the
     collector walked some 400 times before the first frame for next to nothing to free
     (~40 ms of ~0.35 s there, and ~0.4 s of the ~2 s until the engine was up). What little
     start-up garbage there was (~12,000 objects, a few MB: widgets and caches of the loading
     screen) is frozen with the rest and stays: collecting it first stalled the screen 0.15 s."""
     gc.disable()
+
+
+def resume_after_start_up() -> None:
+    """A command's engine is up: if `pause_for_start_up` paused collections (a `shopbot`
+    process), what start-up loaded is set aside and they resume; otherwise (the CLI called in
+    a process that collects, a test) nothing changes: freezing there kept the garbage of
+    whatever ran before for good, an unclosed connection's thread with it."""
+    if not gc.isenabled():
+        set_aside_long_lived()
 
 
 def resume_collecting() -> None:

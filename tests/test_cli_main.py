@@ -225,7 +225,10 @@ def test_a_failure_after_the_json_result_adds_no_second_object(
     # `--json` prints one object: the turn's, when it was printed before closing failed.
     from agents.engine import ShopBotEngine
 
+    real_close = ShopBotEngine.aclose
+
     async def failing_close(self: ShopBotEngine) -> None:
+        await real_close(self)  # (nothing left open for the rest of the test session)
         raise RuntimeError("closing went wrong")
 
     monkeypatch.setattr(ShopBotEngine, "aclose", failing_close)

@@ -80,3 +80,22 @@ def test_a_headless_command_resumes_collections(collector: None, argv: list[str]
     pause_for_start_up()
     assert cli.main(argv) == 0
     assert gc.isenabled()
+
+
+async def test_an_app_in_a_process_that_collects_sets_nothing_aside(
+    collector: None, tmp_path: Path
+) -> None:
+    """Started other than by `shopbot` (a test, here): nothing is frozen, or each app started
+    would keep the garbage of all that ran before it, for good."""
+    before = gc.get_freeze_count()
+    app = make_app(tmp_path)
+    async with app.run_test() as pilot:
+        await wait_until(pilot, lambda: app.chat.thread_ready, "the engine")
+        assert gc.isenabled() and gc.get_freeze_count() == before
+
+
+@pytest.mark.usefixtures("home")
+def test_the_command_line_in_a_process_that_collects_sets_nothing_aside(collector: None) -> None:
+    before = gc.get_freeze_count()
+    assert cli.main(["chat", "--offline", "t-1", "Where is my order ORD-001?"]) == 0
+    assert gc.isenabled() and gc.get_freeze_count() == before

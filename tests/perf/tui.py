@@ -180,6 +180,10 @@ class Typist:
 
 async def stream_once(pieces: int) -> dict[str, Any]:
     from shopbot_tui.app import ShopBotApp
+    from shopbot_tui.collector import pause_for_start_up
+
+    # As `shopbot` starts (launch.py): the app sets aside what is alive once its engine is up.
+    pause_for_start_up()
 
     with temp_home("tui-stream") as home:
         settings = Settings(home=home, force_offline=True)
