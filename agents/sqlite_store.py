@@ -192,7 +192,13 @@ class SqliteStore:
         self.path = path
         self._lock = threading.Lock()
         self._conn = open_database(path, what=self.WHAT, check_same_thread=False)
-        apply_schema(self._conn, self.SCHEMA, path=path, what=self.WHAT)
+        if not self._schema_in_place():
+            apply_schema(self._conn, self.SCHEMA, path=path, what=self.WHAT)
+
+    def _schema_in_place(self) -> bool:
+        """Whether the file already holds this store's current schema, so opening it takes
+        no write transaction. Unknown by default: the idempotent schema runs every time."""
+        return False
 
     def close(self) -> None:
         """Close the database connection."""

@@ -21,6 +21,7 @@ from shopbot_tui.stored_thread import export_transcript
 
 if TYPE_CHECKING:
     from agents.facade import ShopBotEngine
+    from shopbot_tui.audit_connections import AuditConnections
     from shopbot_tui.screens.chat import ChatScreen
     from shopbot_tui.thread_views import ViewName
 
@@ -31,6 +32,14 @@ class ChatCommands:
 
     def __init__(self, chat: ChatScreen) -> None:
         self._chat = chat
+        # The audit viewer's, kept between openings (see audit_connections).
+        self._audit_connections: AuditConnections | None = None
+
+    def close(self) -> None:
+        """The chat is going: close what the commands kept open."""
+        if self._audit_connections is not None:
+            self._audit_connections.close_in_background()
+            self._audit_connections = None
 
     def send(self, text: str) -> None:
         """Start a turn on the open thread with `text`, or say why not (it stays in the box)."""
@@ -175,11 +184,18 @@ class ChatCommands:
     def open_audit_log(self) -> None:
         """The audit log viewer, on the open thread's events; it may come back with another
         conversation to open (`o` on one of its events)."""
-        from shopbot_tui.screens.audit_viewer import AuditViewerScreen  # not for first paint
+        # Not for the first paint:
+        from shopbot_tui.audit_connections import AuditConnections
+        from shopbot_tui.screens.audit_viewer import AuditViewerScreen
 
         chat = self._chat
+        if self._audit_connections is None:
+            self._audit_connections = AuditConnections(chat.settings.audit_path)
+        viewer = AuditViewerScreen(
+            chat.settings.audit_path, thread_id=chat.thread_id, connections=self._audit_connections
+        )
         chat.app.push_screen(
-            AuditViewerScreen(chat.settings.audit_path, thread_id=chat.thread_id),
+            viewer,
             callback=self._open_from_audit,
         )
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from agents import sqlite_store
 from agents.audit_log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery
 from agents.redaction import REDACTED
 from agents.sqlite_store import StorageError
@@ -386,6 +387,51 @@ def test_damaged_file_names_the_file(audit_path: Path) -> None:
     audit_path.write_bytes(b"\x00garbage" * 512)
     with pytest.raises(StorageError, match=re.escape(str(audit_path))):
         AuditLog(audit_path)
+
+
+@pytest.fixture
+def short_busy_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lock held elsewhere fails an open in 0.1 s, not 10."""
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 100)
+
+
+def _holding_the_write_lock(path: Path) -> sqlite3.Connection:
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    return writer
+
+
+def test_opening_a_set_up_log_writes_nothing(
+    log: AuditLog, audit_path: Path, short_busy_wait: None
+) -> None:
+    """A viewer opens its connections while the engine writes: it must not wait for it."""
+    log.append("turn_started", thread_id="t-1")
+    writer = _holding_the_write_lock(audit_path)
+    try:
+        with AuditLog(audit_path) as reader:
+            assert [event.kind for event in reader.page()] == ["turn_started"]
+    finally:
+        writer.close()
+
+
+def test_a_log_missing_part_of_its_schema_gets_it_on_opening(
+    log: AuditLog, audit_path: Path, short_busy_wait: None
+) -> None:
+    log.append("turn_started", thread_id="t-1")
+    with sqlite3.connect(audit_path) as conn:
+        conn.execute("DROP INDEX events_ts")
+    writer = _holding_the_write_lock(audit_path)
+    try:
+        # The schema's write transaction is needed now, and waits for the writer.
+        with pytest.raises(StorageError, match="locked"):
+            AuditLog(audit_path)
+    finally:
+        writer.close()
+    with AuditLog(audit_path) as reopened:
+        assert reopened.count(AuditQuery(text="turn_started")) == 1
+    with sqlite3.connect(audit_path) as conn:
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    assert "events_ts" in names
 
 
 def _append_in_another_process(path: str, worker: int, start: Any, results: Any) -> None:

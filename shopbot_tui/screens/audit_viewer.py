@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
@@ -36,6 +35,7 @@ from agents.facade import (
     StorageError,
     file_failure_text,
 )
+from shopbot_tui.audit_connections import AuditConnections
 from shopbot_tui.widgets.audit_detail import AuditEventDetail
 from shopbot_tui.widgets.audit_filters import AuditFilterBar
 from shopbot_tui.widgets.audit_table import AuditEventTable, kind_styles
@@ -159,9 +159,11 @@ class AuditViewerScreen(Screen[str | None]):
         export_dir: Path | None = None,
         tz: tzinfo | None = None,
         clock: Callable[[], datetime] | None = None,
+        connections: AuditConnections | None = None,
     ) -> None:
         """`tz` is the zone for the time column and "Today" (None: local), `clock` what "now"
-        is for the period filter; tests pin both."""
+        is for the period filter; tests pin both. `connections`: the app's, kept open after
+        the viewer closes (by default the viewer opens its own and closes them)."""
         super().__init__()
         self.audit_path = audit_path
         self.export_dir = export_dir or audit_path.parent / "exports"
@@ -182,9 +184,8 @@ class AuditViewerScreen(Screen[str | None]):
         self._newest_before_refresh: int | None = None
         self._pending_detail: object = _NO_EVENT
         self._latest_page: _PageLoaded | None = None
-        self._logs: dict[str, AuditLog] = {}
-        self._logs_lock = threading.Lock()
-        self._closed = False
+        self._owns_connections = connections is None
+        self._connections = connections or AuditConnections(audit_path)
         self._count_text = ""
         # Held, not queried: a query walks the whole screen (the thread filter's options too).
         self._table = AuditEventTable(tz=self._tz, id="audit-table")
@@ -240,12 +241,9 @@ class AuditViewerScreen(Screen[str | None]):
 
     def on_unmount(self) -> None:
         self.app.theme_changed_signal.unsubscribe(self)
-        with self._logs_lock:
-            self._closed = True
-            logs = list(self._logs.values())
-            self._logs.clear()
-        # A worker may still be inside a query on these: close them off the event loop.
-        threading.Thread(target=_close_all, args=(logs,), name="audit-close", daemon=True).start()
+        if self._owns_connections:
+            # A worker may still be inside a query on these: close them off the event loop.
+            self._connections.close_in_background()
 
     def _restyle(self, _theme: Theme) -> None:
         self.query_one(AuditEventTable).set_kind_styles(kind_styles(self.app.theme_variables))
@@ -300,20 +298,7 @@ class AuditViewerScreen(Screen[str | None]):
     # --- workers: database only, results as messages ----------------------------------
 
     def _log(self, role: str) -> AuditLog:
-        # One connection per role, so a slow count never queues a page behind AuditLog's lock.
-        with self._logs_lock:
-            log = self._logs.get(role)
-        if log is None:
-            # Opened outside the lock: it may wait on another process's write lock, and
-            # on_unmount takes this lock on the event loop.
-            opened = AuditLog(self.audit_path)
-            with self._logs_lock:
-                log = None if self._closed else self._logs.setdefault(role, opened)
-            if log is not opened:
-                opened.close()
-        if log is None:
-            raise StorageError("The audit viewer is closed.")
-        return log
+        return self._connections.get(role)
 
     def _problem(self, exc: Exception) -> str:
         """(In a worker thread: naming damage runs SQLite's quick_check.)"""
@@ -547,8 +532,3 @@ class AuditViewerScreen(Screen[str | None]):
         bar.restart_period()  # "the last hour" is the hour before now, not before choosing it
         self._run_query(bar.audit_query, force=True)
         self._load_threads()
-
-
-def _close_all(logs: list[AuditLog]) -> None:
-    for log in logs:
-        log.close()

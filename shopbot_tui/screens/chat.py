@@ -173,6 +173,7 @@ class ChatScreen(Screen[None]):
 
     def on_unmount(self) -> None:
         self.turns.release_all()
+        self.commands.close()
 
     def on_screen_suspend(self, _event: events.ScreenSuspend) -> None:
         hide_covered_toasts(self)
