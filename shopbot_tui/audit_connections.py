@@ -9,10 +9,15 @@ waited for the busy event loop to let go of the GIL).
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from agents.facade import AuditLog, StorageError
+
+T = TypeVar("T")
 
 
 class AuditConnections:
@@ -40,6 +45,20 @@ class AuditConnections:
         if log is None:
             raise StorageError("The audit viewer is closed.")
         return log
+
+    def run(self, role: str, work: Callable[[AuditLog], T]) -> T:
+        """`work` on the connection for `role`. One the file failed under (damaged, a disk
+        error) is closed and forgotten: the next query connects anew, to the file as it is
+        then (moved aside and started afresh, say)."""
+        log = self.get(role)
+        try:
+            return work(log)
+        except sqlite3.DatabaseError:
+            with self._lock:
+                if self._logs.get(role) is log:
+                    del self._logs[role]
+            log.close()
+            raise
 
     def close(self) -> None:
         """Close every connection; a query in progress on one finishes first (its lock)."""

@@ -55,6 +55,30 @@ def test_one_connection_per_role_until_closed(tmp_path: Path, counted: type[Coun
         connections.get("pages")
 
 
+def test_a_connection_the_file_failed_under_is_replaced_on_next_use(
+    tmp_path: Path, counted: type[CountedLog]
+) -> None:
+    connections = AuditConnections(tmp_path / "audit.sqlite")
+    first = connections.get("pages")
+
+    def bad_input(log: AuditLog) -> int:
+        raise ValueError("not the file's fault")
+
+    def broken_file(log: AuditLog) -> int:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    with pytest.raises(ValueError):
+        connections.run("pages", bad_input)
+    assert connections.get("pages") is first
+    with pytest.raises(sqlite3.DatabaseError):
+        connections.run("pages", broken_file)
+    assert counted.closed == [first]
+    second = connections.get("pages")
+    assert second is not first
+    assert connections.run("pages", AuditLog.count) == 0
+    connections.close()
+
+
 async def test_the_chat_keeps_the_viewers_connections_between_openings(
     tmp_path: Path, counted: type[CountedLog]
 ) -> None:

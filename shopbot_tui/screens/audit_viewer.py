@@ -297,9 +297,6 @@ class AuditViewerScreen(Screen[str | None]):
 
     # --- workers: database only, results as messages ----------------------------------
 
-    def _log(self, role: str) -> AuditLog:
-        return self._connections.get(role)
-
     def _problem(self, exc: Exception) -> str:
         """(In a worker thread: naming damage runs SQLite's quick_check.)"""
         return file_failure_text("audit log", self.audit_path, exc)
@@ -307,7 +304,9 @@ class AuditViewerScreen(Screen[str | None]):
     @work(thread=True, exclusive=True, group="audit-page", exit_on_error=False)
     def _load_page(self, generation: int, query: AuditQuery, before_id: int | None) -> None:
         try:
-            events = self._log("pages").page(query, limit=PAGE_SIZE, before_id=before_id)
+            events = self._connections.run(
+                "pages", lambda log: log.page(query, limit=PAGE_SIZE, before_id=before_id)
+            )
         except InputError as exc:  # the search itself (too many words): the person can fix it
             self.post_message(_LoadFailed(generation, str(exc), page=True, bad_search=True))
             return
@@ -322,7 +321,7 @@ class AuditViewerScreen(Screen[str | None]):
     @work(thread=True, exclusive=True, group="audit-count", exit_on_error=False)
     def _count(self, generation: int, query: AuditQuery) -> None:
         try:
-            count = self._log("stats").count(query)
+            count = self._connections.run("stats", lambda log: log.count(query))
         except _DB_ERRORS as exc:
             self.post_message(_LoadFailed(generation, self._problem(exc), page=False))
             return
@@ -332,7 +331,7 @@ class AuditViewerScreen(Screen[str | None]):
     @work(thread=True, exclusive=True, group="audit-threads", exit_on_error=False)
     def _load_threads(self) -> None:
         try:
-            thread_ids = self._log("stats").thread_ids()
+            thread_ids = self._connections.run("stats", AuditLog.thread_ids)
         except _DB_ERRORS:
             return  # the page worker reports a broken database; the filter keeps its options
         self.post_message(_ThreadsLoaded(thread_ids[:MAX_THREAD_OPTIONS]))
@@ -340,7 +339,9 @@ class AuditViewerScreen(Screen[str | None]):
     @work(thread=True, group="audit-export", exit_on_error=False)
     def _export(self, query: AuditQuery) -> None:
         try:
-            path, count = export_file(self._log("export"), query, self.export_dir)
+            path, count = self._connections.run(
+                "export", lambda log: export_file(log, query, self.export_dir)
+            )
         except _DB_ERRORS as exc:
             self.post_message(_ExportFinished(None, 0, self._problem(exc)))
             return
