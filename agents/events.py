@@ -10,37 +10,7 @@ from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-AgentName = Literal["order_agent", "refund_agent", "complaints_agent"]
-AGENTS: tuple[AgentName, ...] = ("order_agent", "refund_agent", "complaints_agent")
-AGENT_TITLES: dict[str, str] = {
-    "order_agent": "Order agent",
-    "refund_agent": "Refund agent",
-    "complaints_agent": "Complaints agent",
-}
-DEFAULT_AGENT: AgentName = "order_agent"
-
-Step = Literal[
-    "idle",
-    "extracting",
-    "checking_gate",
-    "correcting",
-    "calling_tool",
-    "waiting_for_approval",
-    "answering",
-    "handing_off",
-    "summarising",
-]
-STEP_LABELS: dict[str, str] = {
-    "idle": "idle",
-    "extracting": "extracting",
-    "checking_gate": "checking gate",
-    "correcting": "correcting",
-    "calling_tool": "calling a tool",
-    "waiting_for_approval": "waiting for approval",
-    "answering": "answering",
-    "handing_off": "handing off",
-    "summarising": "summarising",
-}
+from agents.names import AGENT_TITLES, Step
 
 ApprovalKind = Literal["refund_approval", "complaint_review"]
 REFUND_OPTIONS: tuple[str, ...] = ("approve", "reject", "escalate")

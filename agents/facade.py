@@ -9,35 +9,12 @@ audit log) and the rules for showing untrusted text.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from agents.audit_log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery, normalise_ts
-from agents.audit_log import MAX_PAGE as MAX_AUDIT_PAGE
-from agents.decision_history import earlier_decision
 from agents.errors import BusyElsewhere, InputError, NothingPending
-from agents.escalation_queue import Escalation, escalation_handled_note, mark_handled
-from agents.events import (
-    AGENT_TITLES,
-    AGENTS,
-    DEFAULT_AGENT,
-    STEP_LABELS,
-    AgentChanged,
-    ApprovalRequest,
-    EngineEvent,
-    GateChecked,
-    ReplyDone,
-    Retrying,
-    Step,
-    StepChanged,
-    TokenDelta,
-    TurnFailed,
-    TurnFinished,
-    TurnResult,
-    note_for,
-    outcome,
-    retry_notice,
-)
 from agents.logging_setup import configure_logging
+from agents.names import AGENT_TITLES, AGENTS, DEFAULT_AGENT, STEP_LABELS, Step
 from agents.redaction import redact
 from agents.replies import TURN_STOPPED_NOTE
 from agents.reviewer import Reviewer
@@ -57,7 +34,58 @@ from agents.text_safety import (
 from agents.thread_registry import ChatLine, ThreadInfo, ThreadRegistry, validate_thread_id
 
 if TYPE_CHECKING:
+    from agents.audit_log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery, normalise_ts
+    from agents.audit_log import MAX_PAGE as MAX_AUDIT_PAGE
+    from agents.decision_history import earlier_decision
     from agents.engine import ShopBotEngine
+    from agents.escalation_queue import Escalation, escalation_handled_note, mark_handled
+    from agents.events import (
+        AgentChanged,
+        ApprovalRequest,
+        EngineEvent,
+        GateChecked,
+        ReplyDone,
+        Retrying,
+        StepChanged,
+        TokenDelta,
+        TurnFailed,
+        TurnFinished,
+        TurnResult,
+        note_for,
+        outcome,
+        retry_notice,
+    )
+
+# Imported on first use: the events' and the audit log's dataclasses take 20-40 ms to create,
+# and the first frame needs none of them (a front imports them in functions, or for types).
+_ON_FIRST_USE = {
+    **dict.fromkeys(
+        ("AUDIT_KINDS", "AuditEvent", "AuditLog", "AuditQuery", "normalise_ts"), "agents.audit_log"
+    ),
+    "earlier_decision": "agents.decision_history",
+    **dict.fromkeys(
+        ("Escalation", "escalation_handled_note", "mark_handled"), "agents.escalation_queue"
+    ),
+    **dict.fromkeys(
+        (
+            "AgentChanged",
+            "ApprovalRequest",
+            "EngineEvent",
+            "GateChecked",
+            "ReplyDone",
+            "Retrying",
+            "StepChanged",
+            "TokenDelta",
+            "TurnFailed",
+            "TurnFinished",
+            "TurnResult",
+            "note_for",
+            "outcome",
+            "retry_notice",
+        ),
+        "agents.events",
+    ),
+}
 
 
 def load_engine() -> type[ShopBotEngine]:
@@ -71,7 +99,16 @@ def __getattr__(name: str) -> Any:
     # `from agents.facade import ShopBotEngine` works, and costs the import only then.
     if name == "ShopBotEngine":
         return load_engine()
-    raise AttributeError(name)
+    if name == "MAX_AUDIT_PAGE":
+        from agents.audit_log import MAX_PAGE
+
+        return MAX_PAGE
+    module = _ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [

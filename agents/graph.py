@@ -11,8 +11,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from agents.context import ShopContext
-from agents.events import AGENTS, DEFAULT_AGENT, StepChanged
+from agents.events import StepChanged
 from agents.history import text_of
+from agents.names import AGENTS, DEFAULT_AGENT
 from agents.provider import call_model
 from agents.redaction import redact
 from agents.reporting import report

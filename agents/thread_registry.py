@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal, cast
 
 from agents.escalation_queue import ESCALATIONS_SCHEMA, EscalationQueue
-from agents.events import AGENT_TITLES, AGENTS, DEFAULT_AGENT
+from agents.names import AGENT_TITLES, AGENTS, DEFAULT_AGENT
 from agents.redaction import redact
 from agents.sqlite_store import (
     SqliteStore,

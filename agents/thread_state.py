@@ -7,7 +7,8 @@ from typing import Any
 
 from langchain_core.messages import AnyMessage
 
-from agents.events import DEFAULT_AGENT, ApprovalRequest
+from agents.events import ApprovalRequest
+from agents.names import DEFAULT_AGENT
 
 # Interrupt payload keys that are engine bookkeeping, not something a reviewer decides on.
 _NOT_FOR_PEOPLE = ("kind", "options", "tool_call_id")

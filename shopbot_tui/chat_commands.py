@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from agents.facade import Reviewer, escalation_handled_note
+from agents import facade
+from agents.facade import Reviewer
 from shopbot_tui.chat_notices import (
     NO_ENGINE,
     STILL_ANSWERING,
@@ -139,7 +140,7 @@ class ChatCommands:
         async def close() -> None:
             closed = await asyncio.to_thread(engine.close_escalation, thread_id, reviewer)
             chat.post_message(
-                EscalationClosed(thread_id, closed, escalation_handled_note(reviewer))
+                EscalationClosed(thread_id, closed, facade.escalation_handled_note(reviewer))
             )
 
         chat.run_worker(

@@ -10,7 +10,8 @@ from math import inf
 from time import monotonic
 from typing import TYPE_CHECKING
 
-from agents.facade import AGENT_TITLES, redact, retry_notice, visible
+from agents import facade
+from agents.facade import AGENT_TITLES, redact, visible
 from shopbot_tui.toasts import withdraw_toasts
 
 if TYPE_CHECKING:
@@ -164,7 +165,7 @@ class ChatNotices:
 
     def provider_retrying(self, message: ProviderRetrying) -> None:
         self._screen.notify(
-            retry_notice(message.reason, message.delay, message.attempt),
+            facade.retry_notice(message.reason, message.delay, message.attempt),
             title=RETRYING_TITLE,
             severity="warning",
             markup=False,

@@ -11,10 +11,16 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from agents.facade import ApprovalRequest, Step, TurnResult
-
 if TYPE_CHECKING:
-    from agents.facade import ChatLine, Escalation, ShopBotEngine, ThreadInfo
+    from agents.facade import (
+        ApprovalRequest,
+        ChatLine,
+        Escalation,
+        ShopBotEngine,
+        Step,
+        ThreadInfo,
+        TurnResult,
+    )
 
 
 @dataclass

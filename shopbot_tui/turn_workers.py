@@ -17,7 +17,6 @@ from agents.facade import TURN_STOPPED_NOTE
 from shopbot_tui.collector import CollectorPause
 from shopbot_tui.messages import NoteAdded, TurnEnded
 from shopbot_tui.replies_so_far import RepliesSoFar
-from shopbot_tui.turn_stream import drive_turn
 
 if TYPE_CHECKING:
     from textual.dom import DOMNode
@@ -49,7 +48,10 @@ class TurnWorkers:
         decision: str | None = None,
     ) -> None:
         """Start the one turn worker of `thread_id`."""
-        from agents.facade import InputError  # loaded by now: the engine is running
+        # Loaded by now (the engine is running), and not before the first frame: the
+        # engine's events are dataclasses that take a while to create.
+        from agents.facade import InputError
+        from shopbot_tui.turn_stream import drive_turn
 
         self.busy.add(thread_id)
         self._collector.hold(thread_id)

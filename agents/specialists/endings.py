@@ -9,7 +9,6 @@ from langgraph.runtime import Runtime
 
 from agents.context import ShopContext
 from agents.events import (
-    DEFAULT_AGENT,
     AgentChanged,
     Escalated,
     HandedOff,
@@ -18,6 +17,7 @@ from agents.events import (
     StepChanged,
 )
 from agents.history import refuse_pending
+from agents.names import DEFAULT_AGENT
 from agents.other_orders import other_orders_in_turn
 from agents.replies import ESCALATED_AFTER_CORRECTIONS, ESCALATED_OVER_LIMIT, LIMIT_REACHED
 from agents.reporting import report

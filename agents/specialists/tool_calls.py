@@ -19,7 +19,6 @@ from pydantic import BaseModel, ValidationError
 
 from agents.context import ShopContext
 from agents.events import (
-    AGENT_TITLES,
     AgentChanged,
     GateChecked,
     HandedOff,
@@ -27,6 +26,7 @@ from agents.events import (
     ToolCalled,
 )
 from agents.history import HANDOFF_PREFIX, MALFORMED, tool_answer, unanswered_calls
+from agents.names import AGENT_TITLES
 from agents.reporting import report
 from agents.specialists.approvals import refund_approval_payload
 from agents.specialists.extraction import Extractor

@@ -9,8 +9,8 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.types import Command
 
-from agents.events import AGENT_TITLES, AGENTS
 from agents.history import HANDOFF_PREFIX
+from agents.names import AGENT_TITLES, AGENTS
 
 
 def handoff_tool_name(target: str) -> str:

@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, LoadingIndicator
 from textual.worker import Worker, WorkerState
 
-from agents.facade import OFFLINE_MODEL_LABEL, ApprovalRequest, Escalation, Settings
+from agents.facade import OFFLINE_MODEL_LABEL, Settings
 from shopbot_tui.approval_flow import ApprovalFlow
 from shopbot_tui.chat_commands import ChatCommands
 from shopbot_tui.chat_notices import ChatNotices
@@ -53,7 +53,7 @@ from shopbot_tui.widgets.message_box import MessageBox
 from shopbot_tui.widgets.side_panel import SidePanel
 
 if TYPE_CHECKING:
-    from agents.facade import ShopBotEngine
+    from agents.facade import ApprovalRequest, Escalation, ShopBotEngine
 
 # A terminal narrower than this hides the side panel (see ChatScreen.HORIZONTAL_BREAKPOINTS).
 NARROW_BELOW = 90

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.content import Content
-from textual.widgets import Label, Static
+from typing import TYPE_CHECKING
 
-from agents.facade import AGENT_TITLES, AGENTS, STEP_LABELS, Escalation, visible
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widgets import Static
+
+from agents.facade import AGENT_TITLES, AGENTS, STEP_LABELS, visible
+
+if TYPE_CHECKING:
+    from agents.facade import Escalation
 
 # The swarm has no router: every specialist carries `transfer_to_<agent>` tools for the
 # other two (design.md), so "may hand off to" is everyone else.
@@ -15,6 +20,7 @@ HANDOFF_TARGETS: dict[str, tuple[str, ...]] = {
     agent: tuple(other for other in AGENTS if other != agent) for agent in AGENTS
 }
 GATE_DETAIL_WIDTH = 60
+ACTIVE_BADGE = " Active "
 
 
 def short_title(agent: str) -> str:
@@ -34,28 +40,38 @@ def step_text(step: str, detail: str = "", attempt: int | None = None) -> str:
     return label
 
 
-class AgentCard(Vertical):
-    """One specialist; the active one carries an "Active" badge and its current step."""
+class AgentCard(Static):
+    """One specialist: its name, whom it may hand off to, and, while it is the active one,
+    an "Active" badge and its current step. One widget drawing three lines: as a row of
+    labels in containers it was six widgets a card, a fifth of the chat screen's widgets to
+    build and style before the first frame."""
 
     def __init__(self, agent: str) -> None:
         super().__init__(id=f"agent-{agent}", classes="agent-card")
         self.agent = agent
-        self._shown: tuple[bool, str] | None = None
+        self.active = False
+        self.step = ""
+        self._title = Content.styled(AGENT_TITLES.get(agent, agent), "bold")
+        targets = ", ".join(short_title(target) for target in HANDOFF_TARGETS[agent])
+        self._handoffs = Content.styled(f"→ {targets}", "$text-muted")
 
-    def compose(self) -> ComposeResult:
-        with Horizontal(classes="agent-head"):
-            yield Label(Content(AGENT_TITLES.get(self.agent, self.agent)), classes="agent-name")
-            yield Label(Content(" Active "), classes="badge")
-        targets = ", ".join(short_title(target) for target in HANDOFF_TARGETS[self.agent])
-        yield Label(Content(f"→ {targets}"), classes="handoffs")
-        yield Label(Content(""), classes="step")
+    def render(self) -> Content:
+        if not self.active:
+            return Content("\n").join([self._title, self._handoffs])
+        # The badge sits at the right edge, as it did beside a name one fraction wide.
+        width = self.content_region.width
+        title = self._title.truncate(max(width - len(ACTIVE_BADGE) - 1, 1), ellipsis=True)
+        room = max(width - title.cell_length - len(ACTIVE_BADGE), 1)
+        head = Content.assemble(title, " " * room, (ACTIVE_BADGE, "bold $background on $success"))
+        step = Content.styled(f"▸ {self.step}", "bold $accent")
+        return Content("\n").join([head, self._handoffs, step])
 
     def show(self, *, active: bool, step: str) -> None:
-        if self._shown == (active, step):  # steps arrive often; a relayout each time is not free
-            return
-        self._shown = (active, step)
+        if (self.active, self.step) == (active, step):
+            return  # steps arrive often; a relayout each time is not free
+        self.active, self.step = active, step
         self.set_class(active, "-active")
-        self.query_one(".step", Label).update(Content(f"▸ {step}" if active else ""))
+        self.refresh(layout=True)  # two lines or three
 
 
 class SidePanel(VerticalScroll):

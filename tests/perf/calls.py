@@ -37,8 +37,8 @@ from langgraph.types import Command
 
 from agents.audit_log import AuditLog, AuditQuery
 from agents.context import RetryBudget, ShopContext
-from agents.events import AGENTS
 from agents.facade import ShopBotEngine
+from agents.names import AGENTS
 from agents.settings import Settings
 from agents.shop_data import ShopData
 from agents.specialists.build import build_specialist
