@@ -12,7 +12,7 @@ import json
 import math
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from datetime import time as day_time
@@ -29,7 +29,13 @@ from agents.audit_search import (
     text_clause,
 )
 from agents.redaction import redact, redact_data
-from agents.sqlite_store import SqliteStore, apply_schema, storable_text, utc_timestamp
+from agents.sqlite_store import (
+    SqliteStore,
+    apply_schema,
+    fetch_packed,
+    storable_text,
+    utc_timestamp,
+)
 from agents.text_safety import visible
 
 AUDIT_KINDS: frozenset[str] = frozenset(
@@ -76,8 +82,8 @@ _SCHEMA = (
         BEGIN SELECT RAISE(ABORT, 'audit events are append-only: DELETE refused'); END""",
     *SEARCH_SCHEMA,
 )
-# An event's columns in AuditEvent's order (page reads them packed: see _packed).
-_EVENT_COLUMNS = "id, ts, thread_id, agent, kind, detail"
+# An event's columns (a page reads them packed: see fetch_packed).
+_EVENT_COLUMNS = ("id", "ts", "thread_id", "agent", "kind", "detail")
 # What _SCHEMA creates, by name: when all are there, opening the log writes nothing.
 _SCHEMA_NAMES = tuple(re.findall(r"IF NOT EXISTS (\w+)", "\n".join(_SCHEMA)))
 
@@ -244,13 +250,10 @@ class AuditLog(SqliteStore):
         with self._lock:
             source, params, order = self._plan(query or AuditQuery(), before_id)
             page = f"SELECT e.* FROM {source} ORDER BY {order} DESC LIMIT ?"  # noqa: S608
-            rows = self._packed(_EVENT_COLUMNS, page, (*params, limit))
+            rows = fetch_packed(self._conn, _EVENT_COLUMNS, page, (*params, limit))
         # `order` is the event's id either way (f.rowid = e.id): newest first.
-        rows.sort(key=lambda row: row[0], reverse=True)
-        return [
-            AuditEvent(event_id, ts, thread_id, agent, kind, json.loads(detail))
-            for event_id, ts, thread_id, agent, kind, detail in rows
-        ]
+        rows.sort(key=lambda row: int(row["id"]), reverse=True)
+        return [_event(row) for row in rows]
 
     def count(self, query: AuditQuery | None = None) -> int:
         """How many events match."""
@@ -268,25 +271,14 @@ class AuditLog(SqliteStore):
     def thread_ids(self) -> list[str]:
         """Threads that have events, the most recently active first."""
         with self._lock:
-            rows = self._packed(
-                "thread_id, last",
+            rows = fetch_packed(
+                self._conn,
+                ("thread_id", "last"),
                 "SELECT thread_id, max(id) AS last FROM events WHERE thread_id IS NOT NULL "
                 "GROUP BY thread_id",
-                (),
             )
-        rows.sort(key=lambda row: row[1], reverse=True)
-        return [thread_id for thread_id, _ in rows]
-
-    def _packed(self, columns: str, select: str, params: Sequence[Any]) -> list[list[Any]]:
-        """The rows of `select` as lists of `columns`, fetched as one JSON array (lock held).
-        Python's sqlite3 lets go of the GIL for every row it steps to, and a thread waits up
-        to 5 ms to get it back from a busy event loop: a viewer's 200-row page read in a
-        worker took 2 ms alone and up to 300 ms while the screen was being built. One row,
-        one wait. Row order is SQLite's to choose: callers sort."""
-        sql = f"SELECT json_group_array(json_array({columns})) FROM ({select})"  # noqa: S608
-        (packed,) = self._conn.execute(sql, params).fetchone()
-        rows: list[list[Any]] = json.loads(packed)
-        return rows
+        rows.sort(key=lambda row: int(row["last"]), reverse=True)
+        return [row["thread_id"] for row in rows]
 
     def iter_events(
         self, query: AuditQuery | None = None, *, page_size: int = 500
@@ -380,7 +372,7 @@ def normalise_ts(value: str) -> str:
         return "0000" if moment.year == 1 else "9999-12-31T23:59:59.999Z~"
 
 
-def _event(row: sqlite3.Row) -> AuditEvent:
+def _event(row: sqlite3.Row | Mapping[str, Any]) -> AuditEvent:
     return AuditEvent(
         id=row["id"],
         ts=row["ts"],

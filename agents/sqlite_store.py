@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from agents.text_safety import without_surrogates
 
@@ -170,6 +171,22 @@ def apply_schema(
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StorageError(f"Cannot prepare the {what} at {path}: {exc}") from exc
+
+
+def fetch_packed(
+    conn: sqlite3.Connection, columns: Sequence[str], select: str, params: Sequence[Any] = ()
+) -> list[dict[str, Any]]:
+    """The rows of `select` as dicts of `columns`, fetched as one JSON array: in SQLite's
+    order, which callers must not rely on (they sort). For reads off the event loop's thread:
+    Python's sqlite3 lets go of the GIL for every row it steps to, and a thread waits up to
+    5 ms to get it back from a busy event loop. 200 conversations listed in 1 ms took 1.5 s
+    that way while the loop was busy (a reply streaming); packed, one row is one wait.
+    `columns` are ours (names, not input); values are text, numbers or NULL (no BLOBs)."""
+    pairs = ", ".join(f"'{name}', {name}" for name in columns)
+    sql = f"SELECT json_group_array(json_object({pairs})) FROM ({select})"  # noqa: S608
+    (packed,) = conn.execute(sql, params).fetchone()
+    rows: list[dict[str, Any]] = json.loads(packed)
+    return rows
 
 
 def utc_timestamp(moment: datetime | None = None) -> str:

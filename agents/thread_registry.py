@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 import re
 import sqlite3
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, cast
 
@@ -18,6 +18,7 @@ from agents.names import AGENT_TITLES, AGENTS, DEFAULT_AGENT
 from agents.redaction import redact
 from agents.sqlite_store import (
     SqliteStore,
+    fetch_packed,
     immediate_transaction,
     storable_text,
     utc_timestamp,
@@ -70,6 +71,19 @@ _SCHEMA = (
 )
 # Thread ids a query asks for by name (`_rows_among`).
 _IDS_A_QUERY = 500
+# The tables' columns, for reads packed into one row (sqlite_store.fetch_packed).
+_THREAD_COLUMNS = (
+    "thread_id",
+    "customer",
+    "title",
+    "created_at",
+    "updated_at",
+    "active_agent",
+    "status",
+    "turns",
+    "touched",
+)
+_LINE_COLUMNS = ("id", "thread_id", "ts", "role", "text", "agent")
 # Every write bumps `touched` past all others, inside the write transaction.
 _TOUCH = "touched = (SELECT coalesce(max(touched), 0) + 1 FROM threads), updated_at = ?"
 
@@ -228,35 +242,40 @@ class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
         # (SQLite's LIMIT -1: no limit; a search counts only the threads that match.)
         bound = -1 if limit is None or needle else limit
         with self._lock:
-            rows: Iterable[sqlite3.Row] = (
-                self._rows_among(among)
-                if among is not None
-                else self._conn.execute(
-                    "SELECT * FROM threads ORDER BY touched DESC LIMIT ?", (bound,)
+            if among is not None:
+                rows = self._rows_among(among)
+            else:
+                rows = fetch_packed(
+                    self._conn,
+                    _THREAD_COLUMNS,
+                    "SELECT * FROM threads ORDER BY touched DESC LIMIT ?",
+                    (bound,),
                 )
-            )
-            found: builtins.list[ThreadInfo] = []
-            for row in rows:
-                if limit is not None and len(found) >= limit:
-                    break
-                info = _info(row)
-                if info.matches(needle):
-                    found.append(info)
+                rows.sort(key=_recent_first)
+        found: builtins.list[ThreadInfo] = []
+        for row in rows:
+            if limit is not None and len(found) >= limit:
+                break
+            info = _info(row)
+            if info.matches(needle):
+                found.append(info)
         return found
 
-    def _rows_among(self, thread_ids: Collection[str]) -> builtins.list[sqlite3.Row]:
+    def _rows_among(self, thread_ids: Collection[str]) -> builtins.list[dict[str, Any]]:
         # A few hundred ids a query: SQLite before 3.32 allows 999 parameters (and JSON, which
         # would take them in one, is optional before 3.38).
         ids = sorted(set(thread_ids))
-        rows: builtins.list[sqlite3.Row] = []
+        rows: builtins.list[dict[str, Any]] = []
         for start in range(0, len(ids), _IDS_A_QUERY):
             chunk = ids[start : start + _IDS_A_QUERY]
             marks = ", ".join("?" * len(chunk))
-            rows += self._conn.execute(
+            rows += fetch_packed(
+                self._conn,
+                _THREAD_COLUMNS,
                 f"SELECT * FROM threads WHERE thread_id IN ({marks})",  # noqa: S608 - only ?s
                 chunk,
-            ).fetchall()
-        rows.sort(key=lambda row: int(row["touched"]), reverse=True)
+            )
+        rows.sort(key=_recent_first)
         return rows
 
     def count(self) -> int:
@@ -315,11 +334,13 @@ class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
         """The transcript oldest first; with `limit`, only the last `limit` lines."""
         validate_thread_id(thread_id)
         with self._lock:
-            rows = self._conn.execute(
-                "SELECT * FROM (SELECT * FROM lines WHERE thread_id = ? ORDER BY id DESC LIMIT ?)"
-                " ORDER BY id",
+            rows = fetch_packed(
+                self._conn,
+                _LINE_COLUMNS,
+                "SELECT * FROM lines WHERE thread_id = ? ORDER BY id DESC LIMIT ?",
                 (thread_id, -1 if limit is None else max(limit, 0)),
-            ).fetchall()
+            )
+        rows.sort(key=lambda row: int(row["id"]))
         return [_line(r) for r in rows]
 
     def last_line(self, thread_id: str, role: Role) -> ChatLine | None:
@@ -369,11 +390,15 @@ def _draft_key(thread_id: str | None) -> str:
     return "" if thread_id is None else validate_thread_id(thread_id)
 
 
-def _line(r: sqlite3.Row) -> ChatLine:
+def _line(r: sqlite3.Row | Mapping[str, Any]) -> ChatLine:
     return ChatLine(r["id"], r["thread_id"], r["ts"], r["role"], r["text"], r["agent"])
 
 
-def _info(row: sqlite3.Row) -> ThreadInfo:
+def _recent_first(row: Mapping[str, Any]) -> int:
+    return -int(row["touched"])
+
+
+def _info(row: sqlite3.Row | Mapping[str, Any]) -> ThreadInfo:
     return ThreadInfo(
         thread_id=row["thread_id"],
         customer=row["customer"],
