@@ -19,7 +19,7 @@ from agents.redaction import redact
 from agents.replies import TURN_STOPPED_NOTE
 from agents.reviewer import Reviewer
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
-from agents.sqlite_store import StorageError
+from agents.sqlite_store import StorageError, is_busy
 from agents.store_damage import diagnose_storage, failure_text, file_failure_text
 from agents.text_safety import (
     MAX_ERROR_CHARS,
@@ -57,7 +57,9 @@ if TYPE_CHECKING:
     )
 
 # Imported on first use: the events' and the audit log's dataclasses take 20-40 ms to create,
-# and the first frame needs none of them (a front imports them in functions, or for types).
+# and the first frame needs none of them. A front that starts before its engine names them
+# only for types (TYPE_CHECKING) or reads them when it uses them (`facade.outcome(...)`);
+# tests/test_tui_chat.py checks that `shopbot`'s modules load none of them.
 _ON_FIRST_USE = {
     **dict.fromkeys(
         ("AUDIT_KINDS", "AuditEvent", "AuditLog", "AuditQuery", "normalise_ts"), "agents.audit_log"
@@ -154,6 +156,7 @@ __all__ = [
     "escalation_handled_note",
     "failure_text",
     "file_failure_text",
+    "is_busy",
     "load_engine",
     "mark_handled",
     "normalise_ts",

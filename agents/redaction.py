@@ -164,7 +164,7 @@ def _redact_data(value: Any, known: tuple[str, ...]) -> Any:
 STREAM_CONTEXT_WORDS = 4
 # Context kept however few words it holds (a line of Chinese is one long "word" gap).
 STREAM_CONTEXT_CHARS = 128
-# Whitespace or a letter outside ASCII, written as what it is not (ASCII other than
+# Whitespace or any character outside ASCII, written as what it is not (ASCII other than
 # whitespace): the same characters, and compiled in 0.2 ms instead of 8 (the range up to
 # U+10FFFF was expanded at import, before the app's first frame).
 _BOUNDARY = r"[^\x00-\x08\x0e-\x1b!-\x7f]"

@@ -15,60 +15,92 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from agents.facade import AuditLog, StorageError
+from agents.facade import AuditLog, StorageError, is_busy
 
 T = TypeVar("T")
 
 
 class AuditConnections:
-    """`get(role)` from any thread; `close()` once (it waits for a query in progress)."""
+    """`run(role, work)` from any thread; `close()` once. A connection is closed only when no
+    query is using it (workers of a viewer closed meanwhile may still be in one)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._logs: dict[str, AuditLog] = {}
+        self._users: dict[int, int] = {}  # id(log) -> queries running on it
+        self._retired: set[int] = set()  # forgotten or closed, to close once unused
         self._lock = threading.Lock()
+        self._open_lock = threading.Lock()
         self._closed = False
 
-    def get(self, role: str) -> AuditLog:
-        """The connection for `role`, opened now if it is not yet; StorageError once closed
-        (or when the file cannot be opened)."""
-        with self._lock:
-            log = self._logs.get(role)
-        if log is None:
-            # Opened outside the lock: it may wait on another process's write lock, and
-            # `close` takes this lock (on the event loop, when a viewer owns its connections).
-            opened = AuditLog(self.path)
-            with self._lock:
-                log = None if self._closed else self._logs.setdefault(role, opened)
-            if log is not opened:
-                opened.close()
-        if log is None:
-            raise StorageError("The audit viewer is closed.")
-        return log
-
     def run(self, role: str, work: Callable[[AuditLog], T]) -> T:
-        """`work` on the connection for `role`. One the file failed under (damaged, a disk
-        error) is closed and forgotten: the next query connects anew, to the file as it is
-        then (moved aside and started afresh, say)."""
-        log = self.get(role)
+        """`work` on the connection for `role` (opened now if need be). One the file failed
+        under (damaged, a disk error; not a lock held elsewhere) is forgotten and closed: the
+        next query connects anew, to the file as it is then (moved aside and started afresh,
+        say). StorageError once closed, or when the file cannot be opened."""
+        log = self._take(role)
         try:
             return work(log)
-        except sqlite3.DatabaseError:
-            with self._lock:
-                if self._logs.get(role) is log:
-                    del self._logs[role]
-            log.close()
+        except sqlite3.DatabaseError as exc:
+            if not is_busy(exc):
+                with self._lock:
+                    if self._logs.get(role) is log:
+                        del self._logs[role]
+                    self._retired.add(id(log))
             raise
+        finally:
+            self._give_back(log)
+
+    def _take(self, role: str) -> AuditLog:
+        with self._open_lock:  # one opening at a time: two workers wanting "stats" share one
+            with self._lock:
+                if self._closed:
+                    raise StorageError("The audit viewer is closed.")
+                log = self._logs.get(role)
+                if log is not None:
+                    self._users[id(log)] = self._users.get(id(log), 0) + 1
+                    return log
+            # Opened outside `_lock`: it may wait on another process's write lock, and
+            # `close` takes `_lock` (on the event loop when a viewer owns its connections).
+            opened = AuditLog(self.path)
+            with self._lock:
+                kept = self._keep(role, opened)
+        if kept:
+            return opened
+        opened.close()
+        raise StorageError("The audit viewer is closed.")
+
+    def _keep(self, role: str, log: AuditLog) -> bool:
+        # (`_lock` held.) Closed while `log` was opening: it is not kept.
+        if self._closed:
+            return False
+        self._logs[role] = log
+        self._users[id(log)] = 1
+        return True
+
+    def _give_back(self, log: AuditLog) -> None:
+        with self._lock:
+            users = self._users[id(log)] - 1
+            if users:
+                self._users[id(log)] = users
+                return
+            del self._users[id(log)]
+            unused = id(log) in self._retired
+            self._retired.discard(id(log))
+        if unused:
+            log.close()
 
     def close(self) -> None:
-        """Close every connection; a query in progress on one finishes first (its lock)."""
+        """Close every connection: now if unused, else when its last query ends."""
         with self._lock:
             self._closed = True
             logs = list(self._logs.values())
             self._logs.clear()
-        for log in logs:
+            idle = [log for log in logs if id(log) not in self._users]
+            self._retired.update(id(log) for log in logs if id(log) in self._users)
+        for log in idle:
             log.close()
 
     def close_in_background(self) -> None:
-        """`close` on a thread of its own, for the event loop: never waits for a query."""
+        """`close` on a thread of its own, for the event loop (closing may flush to disk)."""
         threading.Thread(target=self.close, name="audit-close", daemon=True).start()

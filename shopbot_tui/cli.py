@@ -25,13 +25,12 @@ try:
     from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
     from typing import TYPE_CHECKING, Any
 
+    from agents import facade
     from agents.facade import (
         InputError,
         Reviewer,
         Settings,
         StorageError,
-        earlier_decision,
-        outcome,
         undecodable_bytes,
         visible,
         visible_line,
@@ -109,7 +108,7 @@ def _print_result(result: TurnResult, json_out: JsonOutput | None) -> int:
 def _describe_pending(kind: str, payload: dict[str, Any]) -> str:
     if kind == "refund_approval":
         before = "".join(
-            f"; decided before: {earlier_decision(earlier)}"
+            f"; decided before: {facade.earlier_decision(earlier)}"
             for earlier in payload.get("decided_before") or []
         )
         return (
@@ -159,7 +158,7 @@ async def _turn_result(events: AsyncIterator[EngineEvent]) -> TurnResult:
             ended.append(event.result)
 
     try:
-        return await outcome(events, watch)
+        return await facade.outcome(events, watch)
     except asyncio.CancelledError:
         if not ended or (task := asyncio.current_task()) is None:
             raise

@@ -14,10 +14,10 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from agents.facade import ApprovalRequest, TurnResult, safe_json, validate_thread_id
+from agents.facade import safe_json, validate_thread_id
 
 if TYPE_CHECKING:
-    from agents.facade import ShopBotEngine
+    from agents.facade import ApprovalRequest, ShopBotEngine, TurnResult
 
 
 class JsonOutput:

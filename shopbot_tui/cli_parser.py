@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NoReturn
 
-from agents.facade import MAX_AUDIT_PAGE, MAX_ERROR_CHARS, quoted, validate_thread_id, visible_line
+from agents import facade
+from agents.facade import MAX_ERROR_CHARS, quoted, validate_thread_id, visible_line
 
 EXIT_USAGE = 2
 
@@ -83,8 +84,9 @@ def _audit_limit(text: str) -> int:
         limit = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {quoted(text)}") from None
-    if not 1 <= limit <= MAX_AUDIT_PAGE:
-        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_AUDIT_PAGE:,}, got {limit}")
+    most = facade.MAX_AUDIT_PAGE  # (the audit log loads on first use: not for `shopbot`)
+    if not 1 <= limit <= most:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {most:,}, got {limit}")
     return limit
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -40,11 +41,15 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> type[CountedLog]:
     return CountedLog
 
 
+def _itself(log: AuditLog) -> AuditLog:
+    return log
+
+
 def test_one_connection_per_role_until_closed(tmp_path: Path, counted: type[CountedLog]) -> None:
     connections = AuditConnections(tmp_path / "audit.sqlite")
-    pages = connections.get("pages")
-    assert connections.get("pages") is pages
-    stats = connections.get("stats")
+    pages = connections.run("pages", _itself)
+    assert connections.run("pages", _itself) is pages
+    stats = connections.run("stats", _itself)
     assert stats is not pages
     assert counted.opened == [pages, stats]
     connections.close()
@@ -52,31 +57,76 @@ def test_one_connection_per_role_until_closed(tmp_path: Path, counted: type[Coun
     with pytest.raises(sqlite3.ProgrammingError):
         pages.count()
     with pytest.raises(StorageError, match="closed"):
-        connections.get("pages")
+        connections.run("pages", _itself)
+    assert len(counted.opened) == 2  # nothing opened once closed
+
+
+def _broken_file(log: AuditLog) -> int:
+    raise sqlite3.DatabaseError("database disk image is malformed")
+
+
+def _locked_elsewhere(log: AuditLog) -> int:
+    error = sqlite3.OperationalError("database is locked")
+    error.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
+    raise error
 
 
 def test_a_connection_the_file_failed_under_is_replaced_on_next_use(
     tmp_path: Path, counted: type[CountedLog]
 ) -> None:
     connections = AuditConnections(tmp_path / "audit.sqlite")
-    first = connections.get("pages")
+    first = connections.run("pages", _itself)
 
     def bad_input(log: AuditLog) -> int:
         raise ValueError("not the file's fault")
 
-    def broken_file(log: AuditLog) -> int:
-        raise sqlite3.DatabaseError("database disk image is malformed")
-
-    with pytest.raises(ValueError):
-        connections.run("pages", bad_input)
-    assert connections.get("pages") is first
+    for passing in (bad_input, _locked_elsewhere):
+        with pytest.raises((ValueError, sqlite3.OperationalError)):
+            connections.run("pages", passing)
+        assert connections.run("pages", _itself) is first
     with pytest.raises(sqlite3.DatabaseError):
-        connections.run("pages", broken_file)
+        connections.run("pages", _broken_file)
     assert counted.closed == [first]
-    second = connections.get("pages")
+    second = connections.run("pages", _itself)
     assert second is not first
     assert connections.run("pages", AuditLog.count) == 0
     connections.close()
+
+
+def test_a_connection_in_use_is_closed_only_when_its_query_ends(
+    tmp_path: Path, counted: type[CountedLog]
+) -> None:
+    """A closed viewer's worker may still be in a query on a kept connection, while another
+    query on it fails, or the chat closes them all."""
+    connections = AuditConnections(tmp_path / "audit.sqlite")
+    inside, finish = threading.Event(), threading.Event()
+    counts: list[int] = []
+
+    def slow_count(log: AuditLog) -> int:
+        inside.set()
+        assert finish.wait(10)
+        return log.count()
+
+    for fail_meanwhile in (True, False):
+        counted.closed.clear()
+        inside.clear()
+        finish.clear()
+        worker = threading.Thread(
+            target=lambda: counts.append(connections.run("stats", slow_count))
+        )
+        worker.start()
+        assert inside.wait(10)
+        (in_use,) = [log for log in counted.opened if log not in counted.closed][-1:]
+        if fail_meanwhile:
+            with pytest.raises(sqlite3.DatabaseError):
+                connections.run("stats", _broken_file)
+        else:
+            connections.close()
+        assert counted.closed == []  # the slow query still runs on it
+        finish.set()
+        worker.join(10)
+        assert counts.pop() == 0  # it ran to the end on an open connection
+        assert counted.closed == [in_use]
 
 
 async def test_the_chat_keeps_the_viewers_connections_between_openings(

@@ -502,7 +502,7 @@ async def test_loading_state_paints_before_the_engine(tmp_path: Path) -> None:
 
 def test_the_app_module_does_not_import_langchain() -> None:
     code = (
-        "import sys, shopbot_tui.app\n"
+        "import sys, shopbot_tui.launch, shopbot_tui.cli, shopbot_tui.app\n"
         "heavy = [m for m in sys.modules if m.split('.')[0] in "
         "('langchain', 'langchain_core', 'langgraph', 'langchain_mistralai')]\n"
         "heavy += [m for m in sys.modules if m == 'agents.engine']\n"

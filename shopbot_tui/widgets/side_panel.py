@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -42,9 +42,16 @@ def step_text(step: str, detail: str = "", attempt: int | None = None) -> str:
 
 class AgentCard(Static):
     """One specialist: its name, whom it may hand off to, and, while it is the active one,
-    an "Active" badge and its current step. One widget drawing three lines: as a row of
-    labels in containers it was six widgets a card, a fifth of the chat screen's widgets to
-    build and style before the first frame."""
+    an "Active" badge and its current step. One widget drawing its lines (each cut to the
+    card's width): as a row of labels in containers it was six widgets a card, a fifth of the
+    chat screen's widgets to build and style before the first frame. Colours come from the
+    component classes in chat.tcss, so they follow the theme as the labels' did."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "agent-card--badge",
+        "agent-card--handoffs",
+        "agent-card--step",
+    }
 
     def __init__(self, agent: str) -> None:
         super().__init__(id=f"agent-{agent}", classes="agent-card")
@@ -53,23 +60,30 @@ class AgentCard(Static):
         self.step = ""
         self._title = Content.styled(AGENT_TITLES.get(agent, agent), "bold")
         targets = ", ".join(short_title(target) for target in HANDOFF_TARGETS[agent])
-        self._handoffs = Content.styled(f"→ {targets}", "$text-muted")
+        self._handoffs = f"→ {targets}"
 
     def render(self) -> Content:
+        width = max(self.content_region.width, 1)
+        handoffs = self._line(self._handoffs, "agent-card--handoffs", width)
         if not self.active:
-            return Content("\n").join([self._title, self._handoffs])
+            return Content("\n").join([self._title.truncate(width, ellipsis=True), handoffs])
         # The badge sits at the right edge, as it did beside a name one fraction wide.
-        width = self.content_region.width
         title = self._title.truncate(max(width - len(ACTIVE_BADGE) - 1, 1), ellipsis=True)
         room = max(width - title.cell_length - len(ACTIVE_BADGE), 1)
-        head = Content.assemble(title, " " * room, (ACTIVE_BADGE, "bold $background on $success"))
-        step = Content.styled(f"▸ {self.step}", "bold $accent")
-        return Content("\n").join([head, self._handoffs, step])
+        badge = self._line(ACTIVE_BADGE, "agent-card--badge", len(ACTIVE_BADGE))
+        head = Content.assemble(title, " " * room, badge)
+        step = self._line(f"▸ {self.step}", "agent-card--step", width)
+        return Content("\n").join([head, handoffs, step])
+
+    def _line(self, text: str, component: str, width: int) -> Content:
+        style = self.get_visual_style(component)
+        return Content.styled(text, style).truncate(width, ellipsis=True)
 
     def show(self, *, active: bool, step: str) -> None:
-        if (self.active, self.step) == (active, step):
+        shown = (active, step if active else "")  # an idle card draws no step
+        if (self.active, self.step) == shown:
             return  # steps arrive often; a relayout each time is not free
-        self.active, self.step = active, step
+        self.active, self.step = shown
         self.set_class(active, "-active")
         self.refresh(layout=True)  # two lines or three
 

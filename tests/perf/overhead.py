@@ -265,6 +265,9 @@ async def measure_growth(quick: bool, progress: Progress) -> tuple[list[Row], di
                 if turn:
                     await timed_turn(engine, model, "long", turn)
                 if turn in measure_after:
+                    # The audit writer stores a turn's events on its own thread: a batch being
+                    # written holds the log's lock, and the checkpoint below would be refused.
+                    engine._recorder.flush()
                     sizes[turn] = {
                         "checkpoint_file": file_bytes(home, CHECKPOINT_FILES),
                         "all_files": file_bytes(home, ALL_FILES),
