@@ -21,7 +21,7 @@ from typing import Any
 from tests.perf.common import Progress, Row, fmt, machine, target_text
 
 Section = Callable[[bool, Progress], Awaitable[tuple[list[Row], dict[str, Any]]]]
-SECTION_NAMES = ("calls", "overhead", "growth", "tui", "audit")
+SECTION_NAMES = ("calls", "overhead", "growth", "tui", "audit", "reads")
 # What each section must produce (the smoke test checks these keys).
 EXPECTED_KEYS: dict[str, tuple[str, ...]] = {
     "calls": (
@@ -40,6 +40,12 @@ EXPECTED_KEYS: dict[str, tuple[str, ...]] = {
     "growth": ("growth.early", "growth.late", "growth.ratio"),
     "tui": ("tui.first_paint", "tui.ready", "tui.max_frame_gap", "tui.keystroke", "tui.drain"),
     "audit": ("audit.open", "audit.filter_worst"),
+    "reads": (
+        "reads.conversation_list",
+        "reads.conversation_list_row_by_row",
+        "reads.transcript",
+        "reads.audit_viewer_page",
+    ),
 }
 
 
@@ -61,6 +67,10 @@ def _load(name: str) -> Section:
         from tests.perf import tui
 
         return tui.measure
+    if name == "reads":
+        from tests.perf import worker_reads
+
+        return worker_reads.measure
     from tests.perf import audit_viewer
 
     return audit_viewer.measure
