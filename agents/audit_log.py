@@ -162,9 +162,9 @@ class AuditLog(SqliteStore):
             apply_schema(self._conn, REINDEX, path=path, what=self.WHAT)
 
     def _schema_in_place(self) -> bool:
-        # Every viewer and engine opens its own connection, often while another one writes:
-        # the schema's write transaction then waited for that writer (opening the viewer
-        # took up to ~0.4 s instead of ~0.15, tests/perf). One read says whether it is needed.
+        # Viewers and engines open their connections while another one may be writing: the
+        # schema's write transaction would wait for that writer's lock (up to the busy
+        # timeout) for nothing. One read says whether it is needed.
         names = ", ".join("?" * len(_SCHEMA_NAMES))
         present, version = self._conn.execute(
             f"SELECT (SELECT count(*) FROM sqlite_master WHERE name IN ({names})), "  # noqa: S608
