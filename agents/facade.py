@@ -62,7 +62,8 @@ if TYPE_CHECKING:
 # tests/test_tui_chat.py checks that `shopbot`'s modules load none of them.
 _ON_FIRST_USE = {
     **dict.fromkeys(
-        ("AUDIT_KINDS", "AuditEvent", "AuditLog", "AuditQuery", "normalise_ts"), "agents.audit_log"
+        ("AUDIT_KINDS", "MAX_AUDIT_PAGE", "AuditEvent", "AuditLog", "AuditQuery", "normalise_ts"),
+        "agents.audit_log",
     ),
     "earlier_decision": "agents.decision_history",
     **dict.fromkeys(
@@ -90,6 +91,10 @@ _ON_FIRST_USE = {
 }
 
 
+# Names the facade gives differently from their module.
+_NAMED_THERE = {"MAX_AUDIT_PAGE": "MAX_PAGE"}
+
+
 def load_engine() -> type[ShopBotEngine]:
     """The engine class, importing LangChain and LangGraph if that has not happened yet."""
     from agents.engine import ShopBotEngine
@@ -101,14 +106,10 @@ def __getattr__(name: str) -> Any:
     # `from agents.facade import ShopBotEngine` works, and costs the import only then.
     if name == "ShopBotEngine":
         return load_engine()
-    if name == "MAX_AUDIT_PAGE":
-        from agents.audit_log import MAX_PAGE
-
-        return MAX_PAGE
     module = _ON_FIRST_USE.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), _NAMED_THERE.get(name, name))
     globals()[name] = value
     return value
 
