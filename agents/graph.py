@@ -28,7 +28,7 @@ def make_summarise(model: BaseChatModel) -> Any:
         """Fold the older part of a long history into `summary` before the turn starts."""
         messages = state["messages"]
         cut = summary_cut(messages)
-        agent = route_to_active(state)
+        agent = active_agent(state)
         report(runtime, StepChanged(agent=agent, step="summarising"))
         facts = {
             "customer": runtime.context.customer or "",
@@ -54,15 +54,23 @@ def make_summarise(model: BaseChatModel) -> Any:
     return summarise
 
 
-def route_to_active(state: ShopState) -> str:
+def active_agent(state: ShopState) -> str:
     agent = state.get("active_agent") or DEFAULT_AGENT
     return agent if agent in AGENTS else DEFAULT_AGENT
 
 
-def route_turn(state: ShopState) -> str:
+# The routers are coroutines though they only read the state: LangGraph hands a plain
+# function to a worker thread, a hop that costs more than the routing itself.
+
+
+async def route_to_active(state: ShopState) -> str:
+    return active_agent(state)
+
+
+async def route_turn(state: ShopState) -> str:
     """A new message goes to the active specialist, after a summary if the history is long.
     (No node runs otherwise: the facade's input itself resets the per-turn hand-off count.)"""
-    return "summarise" if summary_cut(state["messages"]) else route_to_active(state)
+    return "summarise" if summary_cut(state["messages"]) else active_agent(state)
 
 
 async def end_turn(state: ShopState) -> dict[str, Any]:

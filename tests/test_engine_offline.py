@@ -63,6 +63,29 @@ async def test_order_status_for_the_owner(tmp_path: Path) -> None:
         assert_mistral_valid(await history(engine, "t1"))
 
 
+async def test_a_turn_sends_only_its_tool_to_a_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The routers and the extraction's parser run on the event loop: a hop to a thread
+    costs more than they do. The tool goes (it reads the shop's database)."""
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "warm", "Where is my order ORD-001?", "Alex")  # first-use work done
+        loop = asyncio.get_running_loop()
+        hops: list[object] = []
+        real = loop.run_in_executor
+
+        def counted(executor: object, func: Callable[..., object], *args: object) -> object:
+            hops.append(func)
+            return real(executor, func, *args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(loop, "run_in_executor", counted)
+        turn = await say(engine, "t1", "Where is my order ORD-001?", "Alex")
+        monkeypatch.undo()
+        assert turn.result.status == "done" and "Delivered" in turn.result.reply
+        assert tools_run(audit_of(engine, "t1")) == [("lookup_order", {"order_id": "ORD-001"})]
+    assert len(hops) == 1
+
+
 async def test_refund_approved_pays_once(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         ask = await say(engine, "r1", "I want a refund for ORD-005, the speaker crackles", "Sam")

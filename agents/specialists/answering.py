@@ -94,7 +94,8 @@ def naming_other_orders(
     return reply.model_copy(update={"content": text + addition})
 
 
-def route_after_respond(state: SpecialistState) -> str:
+async def route_after_respond(state: SpecialistState) -> str:
+    """A coroutine so that LangGraph awaits it rather than sending it to a worker thread."""
     last = state["messages"][-1]
     if isinstance(last, AIMessage) and last.tool_calls:
         return "act"
