@@ -181,12 +181,19 @@ def fetch_packed(
     Python's sqlite3 lets go of the GIL for every row it steps to, and a thread waits up to
     5 ms to get it back from a busy event loop. 200 conversations listed in 1 ms took 1.5 s
     that way while the loop was busy (a reply streaming); packed, one row is one wait.
-    `columns` are ours (names, not input); values are text, numbers or NULL (no BLOBs)."""
-    pairs = ", ".join(f"'{name}', {name}" for name in columns)
+    `columns` are ours (names, not input). A BLOB where text belongs (another program wrote
+    it) comes as SQLite's literal, `x'00FF'`: JSON cannot hold bytes, and one odd value must
+    not make a whole list unreadable."""
+    pairs = ", ".join(f"'{name}', {_json_safe(name)}" for name in columns)
     sql = f"SELECT json_group_array(json_object({pairs})) FROM ({select})"  # noqa: S608
     (packed,) = conn.execute(sql, params).fetchone()
     rows: list[dict[str, Any]] = json.loads(packed)
     return rows
+
+
+def _json_safe(column: str) -> str:
+    blob_literal = f"'x''' || hex({column}) || ''''"
+    return f"iif(typeof({column}) = 'blob', {blob_literal}, {column})"
 
 
 def utc_timestamp(moment: datetime | None = None) -> str:

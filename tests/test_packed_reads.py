@@ -42,6 +42,19 @@ def test_packed_rows_hold_the_values_row_by_row_reads_return() -> None:
     assert fetch_packed(conn, ("id",), "SELECT * FROM t WHERE id < 0") == []
 
 
+def test_a_blob_where_text_belongs_reads_as_its_literal_not_as_a_failed_list(
+    tmp_path: Path,
+) -> None:
+    """Bytes another program wrote into a conversation's title: the list still reads."""
+    registry = ThreadRegistry(tmp_path / "threads.sqlite")
+    registry.open_turn("t1", customer="Alex", message="Where is ORD-001?")
+    registry.open_turn("t2", customer="Sam", message="Where is ORD-002?")
+    with sqlite3.connect(tmp_path / "threads.sqlite") as conn:
+        conn.execute("UPDATE threads SET title = x'00ff' WHERE thread_id = 't1'")
+    titles = {info.thread_id: info.title for info in registry.list()}
+    assert titles == {"t1": "x'00FF'", "t2": "Where is ORD-002?"}
+
+
 def _columns(path: Path, table: str) -> tuple[str, ...]:
     with sqlite3.connect(path) as conn:
         return tuple(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
