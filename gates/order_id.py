@@ -34,6 +34,15 @@ _CORRECTING = re.compile(
     re.IGNORECASE,
 )
 QUERY_TYPES = ("status", "delivery_date", "product", "general")
+# What a customer may have meant as an id but did not write as one: "ORD-12", "ORD-1234",
+# "ORD-0O1", "ord 99x" (ORD, then letters and digits with at least one digit).
+_ID_LIKE = re.compile(
+    r"(?<![A-Za-z0-9])ORD\s*[-_\u2010-\u2015\s]?\s*[0-9A-Z]*[0-9][0-9A-Z]*(?![A-Za-z0-9])",
+    re.IGNORECASE,
+)
+# Letters a reader (or a scan) takes for digits: an id with these a model may read right.
+_DIGIT_LOOKALIKES = str.maketrans({"O": "0", "Q": "0", "I": "1", "L": "1"})
+_ID_PREFIX = re.compile(r"^ORD\s*[-_\u2010-\u2015\s]?\s*")
 
 
 def normalise_order_id(raw: object) -> str:
@@ -93,12 +102,54 @@ def customer_gave_unknown_text(order_id: str) -> str:
     )
 
 
+def read_unknown_text(order_id: str, written: str) -> str:
+    """An id read from one the customer wrote malformed, not found: only they can say."""
+    return (
+        f"Order ID '{order_id}', read from the customer's '{written}', was not found for this "
+        "customer. Tell the customer no order with that number was found on their account and "
+        "ask them to check it; do not guess or invent another id."
+    )
+
+
+def customer_wrote_malformed_text(order_id: str) -> str:
+    """An id the customer wrote that no reading makes an order number: theirs to correct."""
+    return (
+        f"Order ID '{order_id}', as the customer wrote it, was not found for this customer: "
+        f"order numbers are {ORDER_ID_FORMAT}, three digits (example: {ORDER_ID_EXAMPLE}). "
+        "Tell the customer and ask them to check it; do not guess or invent an id."
+    )
+
+
+def _malformed_ids_in(text: str) -> list[str]:
+    """What the customer wrote like an order id that is not one ("ORD-12", "ORD-0O1"),
+    spelled `ORD-` + what followed."""
+    found = _ID_LIKE.finditer(unicodedata.normalize("NFKC", text))
+    ids = (_spelled(match[0]) for match in found)
+    return [i for i in ids if not ORDER_ID_PATTERN.match(i)]
+
+
+def _spelled(malformed: str) -> str:
+    return _ID_PREFIX.sub("ORD-", unicodedata.normalize("NFKC", malformed).strip().upper())
+
+
+def _reads_as_an_id(malformed: str) -> bool:
+    """Whether a malformed id becomes one when letters taken for digits are read as digits
+    ("ORD-0O1" -> ORD-001) and a short number padded as in "order #5" ("ord 5" -> ORD-005):
+    a reading the correction loop may find."""
+    number = _spelled(malformed).removeprefix("ORD-").translate(_DIGIT_LOOKALIKES)
+    return len(number) <= 3 and bool(ORDER_ID_PATTERN.match(f"ORD-{number.zfill(3)}"))
+
+
 def _not_found(order_id: str, customer_wrote: str, code: str) -> GateResult:
     """A missing and a stranger's order read the same. Misread by the model: it extracts
-    again (the correction loop). Written so by the customer: re-reading cannot fix it, and
-    a colleague should not be called for a typo, so the customer is asked."""
-    if order_id in order_ids_in(customer_wrote):
+    again (the correction loop). Written so by the customer, or read from an id they wrote
+    malformed when they wrote no other ("ORD-0O1" read as ORD-001): re-reading cannot fix
+    it, and a colleague should not be called for a typo, so the customer is asked."""
+    written = order_ids_in(customer_wrote)
+    if order_id in written:
         return failed(customer_gave_unknown_text(order_id), Remedy.ASK_CUSTOMER, code)
+    if not written and (malformed := _malformed_ids_in(customer_wrote)):
+        return failed(read_unknown_text(order_id, malformed[-1]), Remedy.ASK_CUSTOMER, code)
     return failed(unknown_order_text(order_id), Remedy.CORRECT, code)
 
 
@@ -127,6 +178,12 @@ def validate_order_id(
             "order_id.missing",
         )
     if not ORDER_ID_PATTERN.match(order_id):
+        as_written = _spelled(order_id) in _malformed_ids_in(customer_wrote)
+        if as_written and not _reads_as_an_id(order_id):
+            # Extracted right, written wrong ("ORD-12"): no reading can fix it.
+            return failed(
+                customer_wrote_malformed_text(order_id), Remedy.ASK_CUSTOMER, "order_id.format"
+            )
         return failed(
             f"Order ID '{order_id}' does not match the required format {ORDER_ID_FORMAT} "
             f"(three digits, example: {ORDER_ID_EXAMPLE}). The value may have been extracted "

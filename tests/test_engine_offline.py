@@ -43,7 +43,7 @@ from tests.engine_support import (
     say,
     tools_run,
 )
-from tests.fakes.failing_models import FlakyDemoModel, LockedStoreModel
+from tests.fakes.failing_models import FlakyDemoModel, LockedStoreModel, MisreadingDemoModel
 from tests.fakes.scripted_model import ScriptedChatModel, call, extract
 from tests.fakes.scripted_model import say as scripted_says
 from tests.test_tui_helpers import GatedModel
@@ -271,10 +271,10 @@ async def test_misread_id_is_corrected_then_looked_up(tmp_path: Path) -> None:
 
 
 async def test_id_that_stays_wrong_escalates_after_two_corrections(tmp_path: Path) -> None:
-    async with open_engine(tmp_path) as engine:
-        # Malformed past what a second reading can repair (ORD-0O1 it can): still wrong after
-        # two corrections.
-        turn = await say(engine, "w1", "Where is ORD-99X?", "Alex")
+    # The customer wrote their order right; the model reads another, however often told.
+    model = MisreadingDemoModel(misread={"ORD-001": "ORD-999"})
+    async with open_engine(tmp_path, model=model) as engine:
+        turn = await say(engine, "w1", "Where is ORD-001?", "Alex")
         events = audit_of(engine, "w1")
         assert kinds(events).count("correction") == 2
         assert kinds(events).count("gate_failed") == 3
@@ -283,6 +283,33 @@ async def test_id_that_stays_wrong_escalates_after_two_corrections(tmp_path: Pat
         assert [e.reason for e in turn.of(Escalated)] == ["gate still failing after corrections"]
         assert "2 attempts" in turn.result.reply
         assert_mistral_valid(await history(engine, "w1"))
+
+
+@pytest.mark.parametrize(
+    ("message", "customer", "named"),
+    [
+        ("Where is ORD-12?", "Sam", "ORD-012"),  # read as ORD-012, as "order #12" is: not there
+        ("Where is ORD-1234?", None, "ORD-1234"),
+        ("Where is ORD-99X?", "Sam", "ORD-99X"),
+        # Read as ORD-001, which is Alex's: not found for Sam, and nothing else to read.
+        ("What's the status of ORD-0O1?", "Sam", "ORD-001"),
+    ],
+)
+async def test_an_order_number_the_customer_mistyped_is_asked_back_not_escalated(
+    tmp_path: Path, message: str, customer: str | None, named: str
+) -> None:
+    async with open_engine(tmp_path) as engine:
+        turn = await say(engine, "typo", message, customer)
+        events = audit_of(engine, "typo")
+        assert turn.result.status == "done"
+        assert "escalated" not in kinds(events) and not engine.escalations()
+        assert kinds(events).count("correction") <= 1
+        assert tools_run(events) == []
+        assert f"I couldn't find order {named} on your account" in turn.result.reply
+        assert_mistral_valid(await history(engine, "typo"))
+        # The customer corrects it, and the conversation goes on.
+        again = await say(engine, "typo", "Sorry, I meant ORD-002", customer)
+        assert "In Transit" in again.result.reply
 
 
 async def test_customer_claiming_to_be_admin_gets_nothing_of_another_order(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from agents.facade import Escalation, Reviewer, ShopBotEngine
 from agents.thread_registry import ThreadRegistry
 from tests.engine_support import audit_of, decide, kinds, open_engine, say
+from tests.fakes.failing_models import MisreadingDemoModel
 
 
 def open_escalation(engine: ShopBotEngine, thread_id: str) -> Escalation | None:
@@ -16,13 +17,19 @@ def open_escalation(engine: ShopBotEngine, thread_id: str) -> Escalation | None:
 
 OVER_LIMIT = "Refund ORD-004 please, the monitor has dead pixels"
 ANGRY = "This is unacceptable! My parcel is two weeks late and nobody answers my emails!!!"
+# Jordan's order, which this model reads as ORD-999 however often it is corrected.
+MISREAD = "Where is ORD-003?"
+
+
+def misreading() -> MisreadingDemoModel:
+    return MisreadingDemoModel(misread={"ORD-003": "ORD-999"})
 
 
 async def test_an_escalation_waits_for_a_person_and_closing_it_names_them(tmp_path: Path) -> None:
-    async with open_engine(tmp_path) as engine:
+    async with open_engine(tmp_path, model=misreading()) as engine:
         await say(engine, "calm", "Where is my order ORD-002?", "Sam")
         await say(engine, "big", OVER_LIMIT, "Alex")
-        await say(engine, "typo", "Where is ORD-99X?", "Alex")  # still wrong after corrections
+        await say(engine, "typo", MISREAD, "Jordan")  # still misread after corrections
         assert open_escalation(engine, "calm") is None
         queue = engine.escalations()
         assert [(e.thread_id, e.reason) for e in queue] == [
@@ -48,11 +55,11 @@ async def test_an_escalation_waits_for_a_person_and_closing_it_names_them(tmp_pa
 
 
 async def test_escalated_again_before_it_is_handled_keeps_its_first_time(tmp_path: Path) -> None:
-    async with open_engine(tmp_path) as engine:
+    async with open_engine(tmp_path, model=misreading()) as engine:
         await say(engine, "big", OVER_LIMIT, "Alex")
         first = open_escalation(engine, "big")
         assert first is not None
-        await say(engine, "big", "Where is ORD-99X?", "Alex")
+        await say(engine, "big", MISREAD)
         again = open_escalation(engine, "big")
         assert again is not None
         assert again.since == first.since

@@ -103,6 +103,61 @@ def test_an_unknown_id_the_customer_wrote_is_theirs_to_fix(wrote: str, remedy: R
     assert error.remedy is remedy
 
 
+@pytest.mark.parametrize(
+    ("extracted", "wrote"),
+    [
+        ("ORD-1234", "my order ORD-1234 is late"),
+        ("ORD-99X", "where is ord 99x"),
+        ("ORD-0001", "ORD–0001 please"),
+    ],
+)
+def test_an_id_the_customer_wrote_malformed_is_theirs_to_fix(extracted: str, wrote: str) -> None:
+    """Extracted exactly as written, and no reading of it is an order number: correcting
+    the model cannot help, escalating a typo to a colleague would not either."""
+    error = error_of(validate_order_id({"order_id": extracted}, KNOWN, customer_wrote=wrote))
+    assert error.remedy is Remedy.ASK_CUSTOMER
+    assert error.codes == ("order_id.format",)
+    assert f"'{extracted}', as the customer wrote it" in error and "ORD-001" in error
+
+
+@pytest.mark.parametrize(
+    ("extracted", "wrote"),
+    [
+        ("ORD-0O1", "What's the status of ORD-0O1?"),  # O for a zero: a reading may fix it
+        ("ORD-1L2", "where is ORD-1L2"),
+        ("ORD-12", "Where is ORD-12?"),  # padded as "order #12" is: ORD-012
+        ("ORD-12", "Where is ORD-012?"),  # the customer wrote it right: the model misread
+        ("ORD-12X", "Where is ORD-12?"),  # not what the customer wrote
+    ],
+)
+def test_a_malformed_id_a_reading_may_fix_goes_back_to_the_model(
+    extracted: str, wrote: str
+) -> None:
+    error = error_of(validate_order_id({"order_id": extracted}, KNOWN, customer_wrote=wrote))
+    assert error.remedy is Remedy.CORRECT
+    assert error.codes == ("order_id.format",)
+
+
+def test_an_unknown_id_read_from_a_malformed_one_is_asked_back() -> None:
+    """ORD-0O1 read as ORD-999, which is not there: the customer wrote no other id, so only
+    they can say which order they meant."""
+    wrote = "What's the status of ORD-9O9?"
+    error = error_of(validate_order_id({"order_id": "ORD-999"}, KNOWN, customer_wrote=wrote))
+    assert error.remedy is Remedy.ASK_CUSTOMER
+    assert "'ORD-999', read from the customer's 'ORD-9O9'" in error
+    # With a well-formed id written as well, ORD-999 is the model's misreading of that one.
+    both = error_of(
+        validate_order_id({"order_id": "ORD-999"}, KNOWN, customer_wrote=f"{wrote} Or ORD-002")
+    )
+    assert both.remedy is Remedy.CORRECT
+    # A stranger's order reads exactly the same as a missing one.
+    stranger = error_of(validate_ownership("ORD-001", "Alex", "Sam", "Where is ORD-0O1?"))
+    missing = error_of(
+        validate_order_id({"order_id": "ORD-001"}, set(), customer_wrote="Where is ORD-0O1?")
+    )
+    assert stranger == missing and stranger.remedy is missing.remedy is Remedy.ASK_CUSTOMER
+
+
 def test_an_order_written_as_a_number_is_read_as_its_id() -> None:
     assert order_ids_in("order #3 and order number 12, ORD-004, ord 5") == {
         "ORD-003",
@@ -196,11 +251,20 @@ def test_an_id_the_customer_wrote_is_queried_with_them_and_still_reveals_nothing
     assert (not_owned.codes, missing.codes) == (("order_id.not_owned",), ("order_id.unknown",))
 
 
-@pytest.mark.parametrize("wrote", ["", "Where is ORD-001?", "about ORD-0022", "ORD-02"])
+@pytest.mark.parametrize("wrote", ["", "Where is ORD-001?", "about ORD-0022 and ORD-001"])
 def test_an_id_the_customer_never_wrote_goes_back_to_the_model(wrote: str) -> None:
     error = error_of(validate_order_id({"order_id": "ORD-002"}, set(), wrote))
     assert error.remedy is Remedy.CORRECT
     assert "Re-read the customer's messages" in error
+
+
+@pytest.mark.parametrize("wrote", ["about ORD-0022", "ORD-02"])
+def test_an_id_read_from_the_only_one_the_customer_wrote_malformed_is_asked_back(
+    wrote: str,
+) -> None:
+    error = error_of(validate_order_id({"order_id": "ORD-002"}, set(), wrote))
+    assert error.remedy is Remedy.ASK_CUSTOMER
+    assert "read from the customer's" in error
 
 
 def test_order_without_owner_record_is_not_shown_to_a_known_customer() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 from langchain_core.messages import AIMessage, BaseMessage
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from agents.offline.demo_model import OfflineDemoModel
 
@@ -42,3 +42,19 @@ class LockedStoreModel(OfflineDemoModel):
 
     def answer(self, messages: Any, tools: Any, tool_choice: Any) -> AIMessage:
         raise sqlite3.OperationalError("database is locked")
+
+
+class MisreadingDemoModel(OfflineDemoModel):
+    """The demo model whose extractions read an order id as another, however often the gate
+    says so (`misread`: the id written -> the id it reads): a model that stays wrong."""
+
+    misread: dict[str, str] = Field(default_factory=dict)
+
+    def answer(self, messages: Any, tools: Any, tool_choice: Any) -> AIMessage:
+        reply = super().answer(messages, tools, tool_choice)
+        names = [tool["function"]["name"] for tool in tools]
+        if tool_choice == "any" and names and names[0].endswith("Extraction"):
+            for call in reply.tool_calls:
+                order_id = call["args"].get("order_id")
+                call["args"]["order_id"] = self.misread.get(order_id, order_id)
+        return reply
