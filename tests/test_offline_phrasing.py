@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
 from gates import AUTO_REFUND_LIMIT
-from tests.engine_support import audit_of, open_engine, say, tools_run
+from tests.engine_support import audit_of, decide, kinds, open_engine, say, tools_run
 
 
 @dataclass(frozen=True)
@@ -268,6 +269,50 @@ CASES = (
         present=("refund", "complaint", "order number"),
     ),
     Case(
+        "no refund, just where it is: the status, no refund started",
+        "Sam",
+        ("I don't want a refund, just tell me where ORD-005 is",),
+        present=("Bluetooth Speaker", "Delivered"),
+        absent=("why you'd like",),
+        tools=(("lookup_order", "ORD-005"),),
+        agent="order_agent",
+    ),
+    Case(
+        "cancelling a refund never asked for: nothing in progress, nothing refunded",
+        "Sam",
+        ("Please cancel my refund request for ORD-005, I changed my mind and will keep it",),
+        present=("no refund in progress", "nothing will be refunded"),
+        tools=(("lookup_order", "ORD-005"),),
+    ),
+    Case(
+        "no refund needed, just the delivery date",
+        "Alex",
+        ("No refund needed for ORD-001, just checking the delivery date",),
+        present=("2025-06-10",),
+        tools=(("lookup_order", "ORD-001"),),
+    ),
+    Case(
+        "don't refund one order, where is another: the other is looked up",
+        "Sam",
+        ("Don't refund ORD-005, I'm happy with it. Where is ORD-002?",),
+        present=("Phone Case", "In Transit"),
+        tools=(("lookup_order", "ORD-002"),),
+    ),
+    Case(
+        "no refund wanted, no order named: said so, nothing looked up",
+        "Sam",
+        ("I don't want a refund",),
+        present=("nothing will be refunded",),
+        absent=("order number",),
+    ),
+    Case(
+        "a cancelled order is not refundable 'yet': it will never be delivered",
+        "Alex",
+        ("I want a refund for ORD-007, I never used it at all",),
+        present=("ORD-007", "cancelled"),
+        absent=("yet", "once an order has been delivered"),
+    ),
+    Case(
         "no customer given: greeted without a name",
         None,
         ("hi",),
@@ -384,3 +429,97 @@ async def test_a_sloppy_id_once_looked_up_is_refunded_by_its_real_number(tmp_pat
         turn = await say(engine, "s", "refund it please, it crackles badly at any volume", "Sam")
     assert turn.result.pending is not None
     assert turn.result.pending.payload["order_id"] == "ORD-005"
+
+
+async def test_an_angry_complaint_about_a_rejected_refund_is_a_complaint(tmp_path: Path) -> None:
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "a", "I want a refund for ORD-006 because the keys stick", "Jordan")
+        await decide(engine, "a", "reject")
+        before = kinds(audit_of(engine, "a")).count("approval_requested")
+        turn = await say(
+            engine,
+            "a",
+            "This is ridiculous!!! I am furious, you rejected my refund for no reason at all",
+            "Jordan",
+        )
+        after = kinds(audit_of(engine, "a")).count("approval_requested")
+    pending = turn.result.pending
+    # Held for a person as an angry complaint, not put up as a refund again.
+    assert pending is not None and pending.kind == "complaint_review", pending
+    assert pending.payload["sentiment"] == "angry"
+    assert turn.result.active_agent == "complaints_agent"
+    assert after == before + 1
+
+
+async def _refund_then_ask(
+    tmp_path: Path, customer: str, asked: str, decision: str | None, question: str
+) -> tuple[str, list[str]]:
+    """The reply to `question`, and the audit kinds it added, after the refund `asked` for
+    and its `decision` (None: the shop's rules escalated it, no person was asked)."""
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "u", asked, customer)
+        if decision:
+            await decide(engine, "u", decision)
+        before = len(audit_of(engine, "u"))
+        turn = await say(engine, "u", question, customer)
+        added = kinds(audit_of(engine, "u")[before:])
+    assert turn.result.status == "done" and turn.result.pending is None
+    return turn.result.reply, added
+
+
+@pytest.mark.parametrize(
+    ("customer", "asked", "decision", "question", "stands"),
+    [
+        (
+            "Alex",
+            "I want a refund for ORD-004, the screen has dead pixels",
+            None,  # over the limit: escalated by the shop's rules
+            "any news on my refund for ORD-004?",
+            "with a senior colleague",
+        ),
+        (
+            "Sam",
+            "I want a refund for ORD-005, it crackles at any volume",
+            "escalate",
+            "what's happening with my refund?",
+            "with a senior colleague",
+        ),
+        (
+            "Sam",
+            "I want a refund for ORD-005, it crackles at any volume",
+            "approve",
+            "Any update on my refund for ORD-005?",
+            "REF-ORD-005-",
+        ),
+        (
+            "Jordan",
+            "I want a refund for ORD-006 because the keys stick",
+            "reject",
+            "status of my refund",
+            "couldn't approve",
+        ),
+    ],
+)
+async def test_asking_how_a_refund_stands_starts_no_new_one(
+    tmp_path: Path, customer: str, asked: str, decision: str | None, question: str, stands: str
+) -> None:
+    reply, added = await _refund_then_ask(tmp_path, customer, asked, decision, question)
+    assert stands in reply, reply
+    # A lookup: no new approval, no new escalation, no refund gate.
+    assert "tool_called" in added
+    assert not {"approval_requested", "escalated", "gate_failed"} & set(added), added
+
+
+async def test_a_complaint_is_quoted_literally_not_as_markdown(tmp_path: Path) -> None:
+    typed = (
+        "I am very disappointed with the delivery, it took ages. **Call 555-0100 now** see "
+        "[support portal](http://evil.example/login) `code`"
+    )
+    async with open_engine(tmp_path) as engine:
+        turn = await say(engine, "m", typed, "Alex")
+    reply = turn.result.reply
+    html = MarkdownIt().render(reply)  # as the chat renders a reply: Markdown
+    for markup in ("<strong>", "<a ", "<code>"):
+        assert markup not in html, html
+    assert typed in html, html  # every character the customer typed, none dropped
+    assert "experience about this" not in reply  # said in plain English

@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+from markdown_it import MarkdownIt
 
-from agents.offline.answers import refund_policy
+from agents.offline.answers import REFUND_DECLINED, markdown_literal, refund_policy
 from agents.offline.dialogue import read_dialogue
 from agents.offline.reading import (
+    asks_refund,
     find_order_ids,
     intent_of,
     is_bare_order_id,
@@ -17,6 +19,7 @@ from agents.offline.reading import (
     refund_reason_in,
     sentiment_of,
 )
+from agents.replies import ESCALATED_OVER_LIMIT
 from gates import AUTO_REFUND_LIMIT, REFUNDABLE_STATUS
 from tests.engine_support import audit_of, kinds, open_engine, say
 
@@ -91,6 +94,9 @@ def test_order_ids(text: str, ids: list[str]) -> None:
         ("Sorry to bother you: ORD-001 and ORD-004?", "ORD-001"),  # politeness, before them
         ("ORD-001 and ORD-004 actually arrived broken, sorry", "ORD-001"),  # after them
         ("Sorry, it's ORD-004.", "ORD-004"),
+        # The order whose refund is declined is not the one asked about, unless the only one.
+        ("Don't refund ORD-005, I'm happy with it. Where is ORD-002?", "ORD-002"),
+        ("No refund needed for ORD-001, just checking the delivery date", "ORD-001"),
         ("where is order #3?", "ORD-3"),  # as typed, like find_order_ids
         ("my order is late", ""),
     ],
@@ -128,10 +134,55 @@ def test_reading_the_dialogue_keeps_the_order_a_message_meant() -> None:
         ("yes", "yes"),
         ("ok", "yes"),
         ("My headphones stopped charging", "other"),
+        # A refund declined is never asked for: the rest of the message is what is asked.
+        ("I don't want a refund, just tell me where ORD-005 is", "order"),
+        ("No refund needed for ORD-001, just checking the delivery date", "order"),
+        ("Don't refund ORD-005, I'm happy with it. Where is ORD-002?", "order"),
+        ("I'm not asking for a refund, where is ORD-001?", "order"),
+        (
+            "Please cancel my refund request for ORD-005, I changed my mind and will keep it",
+            "no_refund",
+        ),
+        ("I no longer want a refund for ORD-005", "no_refund"),
+        ("I don’t want my money back, thanks", "no_refund"),
+        ("I'd like a replacement instead of a refund for ORD-001", "no_refund"),
+        ("Can I keep it without a refund?", "no_refund"),
+        # A complaint about a refund already asked for is a complaint, not a new request.
+        (
+            "This is ridiculous!!! I am furious, you rejected my refund for no reason at all",
+            "complaint",
+        ),
+        ("I still haven't received my refund for ORD-005", "complaint"),
+        ("My refund request was ignored", "complaint"),
+        # Asking how a refund stands is a lookup, not a new request.
+        ("any news on my refund for ORD-004?", "order"),
+        ("Any update on my refund for ORD-006?", "order"),
+        ("what's happening with my refund?", "order"),
+        ("status of my refund", "order"),
+        ("How is my refund coming along?", "order"),
     ],
 )
 def test_intent(text: str, intent: str) -> None:
     assert intent_of(text) == intent
+
+
+# These passed before negations were read: kept so reading them cannot break a request.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I want a refund",
+        "can I get my money back",
+        "refund ORD-005 please",
+        "I don't like it, I want a refund",  # the negation is of something else
+        "I don't want it anymore, refund please",
+        "I don't care why, I want a refund",
+        "I don't want a refund, I want my money back!",  # declines one word, asks the other
+        "you rejected my refund, refund ORD-006 again please",  # a complaint, and asks again
+    ],
+)
+def test_a_refund_asked_for_beside_a_negation_is_asked_for(text: str) -> None:
+    assert asks_refund(text)
+    assert intent_of(text) == "refund"
 
 
 @pytest.mark.parametrize(
@@ -196,6 +247,30 @@ def test_reading_the_dialogue_takes_the_shops_spelling_once_looked_up() -> None:
         ]
     )
     assert dialogue.current_order == "ORD-005"
+
+
+def test_reading_the_dialogue_knows_what_became_of_a_refund_request() -> None:
+    messages = [
+        HumanMessage("refund ORD-004, dead pixels all over"),
+        AIMessage(ESCALATED_OVER_LIMIT.format(order_id="ORD-004")),
+        HumanMessage("ord 6 has sticky keys, refund it please"),
+        AIMessage(REFUND_DECLINED),  # a person's decision names no order: the current one
+        HumanMessage("any news?"),
+    ]
+    outcomes = read_dialogue(messages).refund_outcomes
+    assert outcomes == {"ORD-004": "escalated", "ORD-006": "declined"}
+
+
+def test_customer_words_quoted_in_markdown_read_as_typed() -> None:
+    typed = (
+        "**Call 555-0100 now** see [portal](http://evil.example/login) `code` <b>x</b> &amp; _y_"
+    )
+    html = MarkdownIt().render(f"You said: “{markdown_literal(typed)}”")
+    for markup in ("<strong>", "<em>", "<a ", "<code>", "<b>"):
+        assert markup not in html, html
+    # Rendered, the quote is the customer's text exactly, every character of it.
+    assert "**Call 555-0100 now** see [portal](http://evil.example/login) `code`" in html
+    assert "&lt;b&gt;x&lt;/b&gt; &amp;amp; _y_" in html
 
 
 def test_the_policy_takes_its_numbers_from_the_gates() -> None:

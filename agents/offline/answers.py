@@ -3,6 +3,8 @@ rules in words, their numbers taken from the gates so they cannot drift apart.""
 
 from __future__ import annotations
 
+import re
+
 from gates import AUTO_REFUND_LIMIT, REFUNDABLE_STATUS
 
 ASK_ORDER_ID = "Could you tell me your order number? It looks like ORD-001."
@@ -68,3 +70,46 @@ def cannot_cancel(status: str) -> str:
     if status == REFUNDABLE_STATUS:
         return AFTER_CANCEL_DELIVERED
     return AFTER_CANCEL_NOT_DELIVERED
+
+
+# What the demo says when a person decided on a refund; read back by `dialogue` to know
+# where a refund request stands.
+REFUND_DECLINED = (
+    "I'm sorry: our team reviewed your refund request and couldn't approve it. If you have "
+    "more details (photos, a description of the fault), reply here and we'll take another look."
+)
+REFUND_ESCALATED = (
+    "Our team has passed your refund request to a senior colleague, who will contact you "
+    "within 1 business day."
+)
+NO_REFUND = "All right, I won't start a refund: nothing will be refunded."
+
+
+def no_refund_for(order_id: str, *, paid: str, escalated: bool) -> str:
+    """The answer to "cancel my refund" / "don't refund it": where its refund stands (a
+    pending decision blocks new messages, so none can be waiting for a person)."""
+    if paid:
+        return (
+            f"{order_id} has already been refunded (reference **{paid}**), so there is no "
+            "refund request left to cancel, and I can't reverse a payment from this chat."
+        )
+    if escalated:
+        return (
+            f"Your refund request for {order_id} is with a senior colleague. Nothing has been "
+            "paid; I can't withdraw it from this chat, so please tell them you'd like to keep "
+            "the order when they contact you."
+        )
+    return (
+        f"All right: there is no refund in progress for {order_id}, so there is nothing to "
+        "cancel and nothing will be refunded."
+    )
+
+
+# CommonMark punctuation that starts formatting, a link, an image, HTML or an entity.
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]<>()#+!|~&])")
+
+
+def markdown_literal(text: str) -> str:
+    """Customer words to quote in a reply, which is Markdown: backslash-escaped, so `**x**`
+    or `[link](url)` reads as typed instead of in bold or as a link in the bot's voice."""
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", text)

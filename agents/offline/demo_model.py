@@ -25,8 +25,13 @@ from agents.offline.answers import (
     MORE_REASON,
     NEED_ORDER_ID,
     NO_COMPLAINT,
+    NO_REFUND,
+    REFUND_DECLINED,
+    REFUND_ESCALATED,
     SORRY_WHICH_HELP,
     cannot_cancel,
+    markdown_literal,
+    no_refund_for,
     refund_policy,
 )
 from agents.offline.dialogue import (
@@ -71,6 +76,14 @@ _ASKS_ELIGIBILITY = re.compile(
     r"\b(eligible|can i (return|get a refund)|could i (return|get a refund)|is it refundable)\b",
     re.IGNORECASE,
 )
+# Where a refund request not paid stands, as far as the conversation tells (`Dialogue`).
+_REFUND_SO_FAR = {
+    "": "",
+    "escalated": (
+        " yet; your request is with a senior colleague, who will contact you within 1 business day"
+    ),
+    "declined": "; our team reviewed the request and couldn't approve it",
+}
 # Replies after which the customer's next words are their refund reason.
 _ASKED_FOR_REASON = (
     "why you'd like to return it",
@@ -173,6 +186,8 @@ class OfflineDemoModel(LocalChatModel):
             return self._transfer("complaints_agent", "The customer has a complaint.")
         if intent == "cancel" and agent != "order_agent":
             return self._transfer("order_agent", "Only the order agent sees an order's status.")
+        if intent == "no_refund" and agent != "order_agent" and _order_in_question(dialogue):
+            return self._transfer("order_agent", "Whether it was refunded is on the order.")
         step: AIMessage | None = None
         if agent == "complaints_agent":
             step = self._complaint_step(intent, dialogue, system)
@@ -189,6 +204,9 @@ class OfflineDemoModel(LocalChatModel):
             return AIMessage(
                 content=f"{CANNOT_CANCEL} Tell me the order number and I'll check where it stands."
             )
+        if intent == "no_refund" and order_id:
+            # Looked up: a refund paid already cannot be "cancelled", and is on the order.
+            return self._call("lookup_order", order_id=order_id)
         if intent in ("order", "cancel"):
             # A cancellation is answered after the lookup: no cancel tool, but the status helps.
             if order_id:
@@ -240,7 +258,7 @@ class OfflineDemoModel(LocalChatModel):
             return refund_policy()
         if intent == "greeting":
             name = _CUSTOMER.search(system)
-            hello = f"Hello {name.group(1)}!" if name else "Hello!"
+            hello = f"Hello {markdown_literal(name.group(1))}!" if name else "Hello!"
             if len(dialogue.said) > 1:  # introduced already
                 return f"{hello} What else can I help you with?"
             return f"{hello} I'm ShopBot, running as an offline demo. {HELP}"
@@ -250,6 +268,8 @@ class OfflineDemoModel(LocalChatModel):
             return f"You're welcome! {ANYTHING_ELSE}"
         if intent == "no":
             return CLOSING
+        if intent == "no_refund":
+            return f"{NO_REFUND} {ANYTHING_ELSE}"
         asked = dialogue.last_reply
         if "order number" in asked and intent in ("yes", "other"):
             return NEED_ORDER_ID
@@ -269,11 +289,14 @@ class OfflineDemoModel(LocalChatModel):
         if "Note from the shop's rules:" in system:
             return ASK_COMPLAINT_DETAILS
         summary = _facts(system).get("issue_summary", "")
-        about = f" about this: “{summary}”" if summary else ""
+        sorry = (
+            f"I'm really sorry about what you've told us: “{markdown_literal(summary)}”."
+            if summary
+            else "I'm really sorry you've had this experience."
+        )
         return (
-            f"I'm really sorry you've had this experience{about}. I've recorded your complaint "
-            "and our customer care team will look into it and get back to you within 2 "
-            "business days."
+            f"{sorry} I've recorded your complaint and our customer care team will look into "
+            "it and get back to you within 2 business days."
         )
 
     # --- after a tool answered ----------------------------------------------------------
@@ -312,6 +335,12 @@ class OfflineDemoModel(LocalChatModel):
 
     @staticmethod
     def _not_delivered(order_id: str, status: str) -> str:
+        if status.lower().startswith("cancel"):
+            # Never to be delivered: "not yet" would promise a refund later.
+            return (
+                f"I'm sorry, {order_id} can't be refunded: it was cancelled, so it will not be "
+                "delivered, and only delivered orders can be refunded."
+            )
         return (
             f"I'm sorry, {order_id} can't be refunded yet: its status is {status}. Refunds are "
             "possible once an order has been delivered."
@@ -333,9 +362,8 @@ class OfflineDemoModel(LocalChatModel):
             # one read the same.
             asked = re.search(r"Order ID '(ORD-[^']+)'", content)
             if asked:
-                return (
-                    f"{NOT_FOUND_REPLY.format(order_id=asked.group(1))} Could you double-check it?"
-                )
+                order_id = markdown_literal(asked.group(1))
+                return f"{NOT_FOUND_REPLY.format(order_id=order_id)} Could you double-check it?"
             return (
                 "I couldn't find an order with that number on your account. "
                 "Could you double-check it?"
@@ -355,10 +383,15 @@ class OfflineDemoModel(LocalChatModel):
             f"- Delivery: {match['delivery'].strip()}",
             f"- Amount: {match['amount']}",
         ]
+        outcome = dialogue.refund_outcomes.get(match["id"], "")
+        if intent_of(dialogue.latest) == "no_refund":
+            escalated = outcome == "escalated"
+            answer = no_refund_for(match["id"], paid=match["ref"] or "", escalated=escalated)
+            return f"{answer} {ANYTHING_ELSE}"
         if match["ref"]:
             lines.append(f"- Refunded: {match['ref']}")
         elif asks_refund_status(dialogue.latest):
-            lines.append("- Refunded: no refund has been paid for it")
+            lines.append(f"- Refunded: no refund has been paid for it{_REFUND_SO_FAR[outcome]}")
         if intent_of(dialogue.latest) == "cancel":
             # There is no cancel tool: say so plainly, then what the customer can do instead.
             lines = [CANNOT_CANCEL, "", *lines, "", cannot_cancel(match["status"])]
@@ -381,16 +414,9 @@ class OfflineDemoModel(LocalChatModel):
                 "business days."
             )
         if "declined" in content:
-            return (
-                "I'm sorry: our team reviewed your refund request and couldn't approve it. "
-                "If you have more details (photos, a description of the fault), reply here and "
-                "we'll take another look."
-            )
+            return REFUND_DECLINED
         if "escalated" in content:
-            return (
-                "Our team has passed your refund request to a senior colleague, who will "
-                "contact you within 1 business day."
-            )
+            return REFUND_ESCALATED
         return content
 
     # --- summaries ----------------------------------------------------------------------

@@ -8,13 +8,14 @@ extraction call (what the gates check), so what it asks for is what the gates va
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from agents.offline.answers import REFUND_DECLINED, REFUND_ESCALATED
 from agents.offline.reading import find_order_ids, order_meant, repair_order_id
-from agents.replies import ESCALATED_AFTER_CORRECTIONS
+from agents.replies import ESCALATED_AFTER_CORRECTIONS, ESCALATED_OVER_LIMIT
 
 CORRECTION_MARK = "Your previous extraction contained a validation error"
 # How the demo says an order is not on the customer's account (see replies in demo_model):
@@ -26,6 +27,10 @@ _GAVE_UP = ESCALATED_AFTER_CORRECTIONS.split("{", 1)[0]
 # How the demo shows an order it looked up: the shop's own spelling of its id.
 FOUND_REPLY = "Here's what I found for **{order_id}**:"
 _FOUND = re.compile(r"Here's what I found for \*\*(ORD-\d+)\*\*")
+# The fixed reply of a refund over the limit, which names its order.
+_OVER_LIMIT = re.compile(
+    r"(ORD-\d+)".join(map(re.escape, ESCALATED_OVER_LIMIT.split("{order_id}", 1)))
+)
 
 
 def text_of(message: BaseMessage) -> str:
@@ -43,6 +48,9 @@ class Dialogue:
     # meant (`order_meant`), unless the shop then said it is not on their account (asking
     # about it again would only fail again).
     current_order: str
+    # What the conversation said became of a refund request, by order: "escalated" (over the
+    # limit, or a person chose so) or "declined", the latest. A paid one is on the order.
+    refund_outcomes: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def latest(self) -> str:
@@ -57,6 +65,7 @@ def read_dialogue(messages: Sequence[BaseMessage]) -> Dialogue:
     said: list[str] = []
     replies: list[str] = []
     last_reply, current = "", ""
+    outcomes: dict[str, str] = {}
     for message in messages:
         text = text_of(message)
         if isinstance(message, HumanMessage) and CORRECTION_MARK not in text:
@@ -66,6 +75,8 @@ def read_dialogue(messages: Sequence[BaseMessage]) -> Dialogue:
                 current = named
         elif isinstance(message, AIMessage) and not message.tool_calls and text:
             replies.append(text)
+            if outcome := _refund_outcome(text, current):
+                outcomes[outcome[0]] = outcome[1]
             missing = _NOT_FOUND.search(text)
             if missing and repair_order_id(missing.group(1)) == repair_order_id(current):
                 current = ""
@@ -75,4 +86,16 @@ def read_dialogue(messages: Sequence[BaseMessage]) -> Dialogue:
             found = _FOUND.search(text)
             if found and found.group(1) == repair_order_id(current):
                 current = found.group(1)
-    return Dialogue(tuple(said), last_reply, current)
+    return Dialogue(tuple(said), last_reply, current, outcomes)
+
+
+def _refund_outcome(reply: str, current: str) -> tuple[str, str] | None:
+    """(order, what became of its refund request) if `reply` says so. The decision replies
+    name no order: theirs is the one the conversation is about."""
+    if over := _OVER_LIMIT.search(reply):
+        return over.group(1), "escalated"
+    if current and reply.startswith(REFUND_ESCALATED):
+        return repair_order_id(current), "escalated"
+    if current and reply.startswith(REFUND_DECLINED):
+        return repair_order_id(current), "declined"
+    return None

@@ -23,6 +23,7 @@ Intent = Literal[
     "thanks",
     "no",
     "yes",
+    "no_refund",
     "other",
 ]
 
@@ -63,9 +64,54 @@ _POLICY = re.compile(
     r"(?:refunds?|returns?|return \w+)(?: work)?|return window|how long .* to (?:refund|return))\b",
     re.IGNORECASE,
 )
+# Where a refund already asked for stands: "any news on my refund?" is no new request.
 _REFUND_STATUS = re.compile(
     r"\b((is|was|has) (it|this|that|my order|the order|ORD\S*) (been |already )?refunded|"
-    r"refund status|did (the|my) refund go through|where(?:'s| is) my (refund|money))\b",
+    r"refund status|did (the|my) refund go through|where(?:['’]s| is) my (refund|money)|"
+    r"(?:news|updates?|progress|word) (?:on|about|regarding|with|for) (?:my|the|this|that) refund|"
+    r"what(?:['’]s| is) (?:happening|going on) with (?:my|the|this|that) refund|"
+    r"what happened (?:to|with) (?:my|the|this|that) refund|"
+    r"status of (?:my|the|this|that) refund|how(?:['’]s| is) (?:my|the) refund|"
+    r"has (?:my|the) refund (?:been \w+|gone|come) ?(?:through)?|"
+    r"when will i (?:get|receive|see) (?:my|the) (?:refund|money))\b",
+    re.IGNORECASE,
+)
+_REFUND_WORD = r"(?:refunds?|money back|returns?|reimburse\w*)"
+# A refund the customer does not want: "I don't want a refund", "don't refund ORD-005", "no
+# refund needed", "cancel my refund request", "without a refund". The negation must be of the
+# refund itself: "I don't like it, I want a refund" and "I don't want it anymore, refund
+# please" ask for one.
+_DECLINED_REFUND = re.compile(
+    r"\b(?:"
+    r"(?:(?:do|does|did|wo)n['’]?t|(?:do|does|did|will) not|no longer|not|never)\s+"
+    r"(?:(?:really|even|actually|want to|need to)\s+)?"
+    r"(?:want(?:ing)?|need(?:ing)?|require|expect(?:ing)?|ask(?:ing)? for|look(?:ing)? for|"
+    rf"request(?:ing)?|after)\s+(?:an? |my |the |any )?{_REFUND_WORD}"
+    r"|(?:do(?:n['’]?t| not)|never|no need to|(?:do(?:n['’]?t| not)|no longer) (?:want|need) to)"
+    r"\s+(?:refund|return|reimburse)"
+    rf"|no {_REFUND_WORD} (?:is |are )?(?:needed|necessary|required|wanted|please|thanks?|"
+    r"thank you|for me)"
+    rf"|no need (?:for|of) (?:an? |any )?{_REFUND_WORD}"
+    rf"|{_REFUND_WORD} (?:is |are )?(?:not|no longer) (?:needed|necessary|required|wanted)"
+    rf"|(?:cancel|withdraw|drop|retract|call off|forget(?: about)?) (?:my|the|this|that|a) "
+    rf"{_REFUND_WORD}(?: requests?)?"
+    rf"|(?:without|instead of) (?:an? |any |the )?{_REFUND_WORD}"
+    rf"|changed my mind about (?:an? |my |the )?{_REFUND_WORD}"
+    r")\b",
+    re.IGNORECASE,
+)
+# A complaint about a refund already asked for (turned down, late, never paid): said of a
+# refund, not asking for one.
+_TURNED_DOWN = r"(?:rejected|declined|refused|denied|ignored|turned down|delayed|lost)"
+_REFUND_GRIEVANCE = re.compile(
+    r"\b(?:"
+    rf"{_TURNED_DOWN} (?:my|the|our|this|that|a) (?:\w+ )?{_REFUND_WORD}(?: requests?)?"
+    rf"|{_REFUND_WORD}(?: requests?)? (?:was|were|got|gets|has been|have been|is|keeps getting) "
+    rf"(?:\w+ )?(?:{_TURNED_DOWN}|late|overdue|taking \w+)"
+    r"|(?:still|never|(?:have|has|did)n['’]?t|(?:have|has|did) not) (?:\w+ )?"
+    rf"(?:got|gotten|get|received?|seen|see|had) (?:my|the|a|any|our) {_REFUND_WORD}"
+    rf"|wait(?:ing|ed)? (?:\w+ ){{0,3}}?(?:for|on) (?:my|the|a|our) {_REFUND_WORD}"
+    r")\b",
     re.IGNORECASE,
 )
 _CANCEL = re.compile(
@@ -125,13 +171,28 @@ def order_meant(text: str) -> str:
     ORD-004": `gates.corrects_itself`, the rule the engine names orders back by). Read
     from the words alone, as a language model would: the shop's records are not consulted.
     """
-    found = list(_ID_LIKE.finditer(text))
+    named = list(_ID_LIKE.finditer(text))
+    # "Don't refund ORD-005. Where is ORD-002?": the order declined is not the one asked about.
+    found = [m for m in named if not _declined_around(text, m)] or named
     if not found:
         return ""
     first, last = found[0], found[-1]
     between = text[first.end() : last.start()]
     corrects = corrects_itself(text[: first.start()], between)
     return _as_typed(last if corrects else first)
+
+
+# Where a clause ends, for the words said around an order id: punctuation that ends a clause
+# (not the ":" of "ORD:5"), a dash between spaces, "but".
+_CLAUSE_END = re.compile(r"[,.;:!?]+(?=\s|$)|\s+-\s+|\bbut\b", re.IGNORECASE)
+
+
+def _declined_around(text: str, order_id: re.Match[str]) -> bool:
+    """Whether the clause naming `order_id` declines its refund ("don't refund ORD-005")."""
+    ends_before = _CLAUSE_END.finditer(text, 0, order_id.start())
+    start = max((end.end() for end in ends_before), default=0)
+    after = next(_CLAUSE_END.finditer(text, order_id.end()), None)
+    return bool(_DECLINED_REFUND.search(text[start : after.start() if after else len(text)]))
 
 
 def repair_order_id(raw: str) -> str:
@@ -148,10 +209,8 @@ def intent_of(text: str) -> Intent:
     before "thanks" ("no thanks" closes the conversation, it does not thank)."""
     if _POLICY.search(text) and not find_order_ids(text):
         return "policy"
-    if asks_refund_status(text):
-        return "order"  # where a refund stands is on the order: a lookup, not a new refund
-    if _REFUND.search(text):
-        return "refund"
+    if about_refunds := _refund_intent(text):
+        return about_refunds
     if _COMPLAINT.search(text) or text.count("!") >= 3:
         return "complaint"
     if _CANCEL.search(text):
@@ -169,6 +228,31 @@ def intent_of(text: str) -> Intent:
     if _YES.search(text):
         return "yes"
     return "other"
+
+
+def _refund_intent(text: str) -> Intent | None:
+    """What a message speaking of refunds asks for; None if it speaks of none."""
+    if asks_refund_status(text):
+        return "order"  # where a refund stands is on the order: a lookup, not a new refund
+    if declines_refund(text):
+        return _intent_besides_declining(_DECLINED_REFUND.sub(" ", text))
+    if asks_refund(text):
+        return "refund"
+    if complains_about_refund(text):
+        return "complaint"  # "you rejected my refund!": about the service, not a new request
+    return None
+
+
+def _intent_besides_declining(rest: str) -> Intent:
+    """What a message declining a refund asks for besides: a question ("no refund, just
+    where is it?"), a complaint or a cancellation; else the decline is the message, even
+    with the order named ("cancel my refund request for ORD-005, I'll keep it")."""
+    intent = intent_of(rest)
+    if intent in ("policy", "complaint", "cancel"):
+        return intent
+    if intent == "order" and (asks_status(rest) or "?" in rest):
+        return intent
+    return "no_refund"
 
 
 def asks_status(text: str) -> bool:
@@ -238,8 +322,24 @@ def refund_reason(text: str, *, at_least: int = 10) -> str:
     return reason if len(reason) >= at_least else ""
 
 
+def _without_talk_of_refunds(text: str) -> str:
+    """`text` without what it says of a refund other than asking for one: a refund declined,
+    or one complained about."""
+    return _REFUND_GRIEVANCE.sub(" ", _DECLINED_REFUND.sub(" ", text))
+
+
 def asks_refund(text: str) -> bool:
-    return bool(_REFUND.search(text))
+    """Asks for a refund: "I don't want a refund" does not, nor "you rejected my refund"; "you
+    rejected my refund, refund ORD-006 again please" does."""
+    return bool(_REFUND.search(_without_talk_of_refunds(text)))
+
+
+def declines_refund(text: str) -> bool:
+    return bool(_DECLINED_REFUND.search(text)) and not asks_refund(text)
+
+
+def complains_about_refund(text: str) -> bool:
+    return bool(_REFUND_GRIEVANCE.search(text)) and not asks_refund(text)
 
 
 def refund_reason_in(said: Sequence[str]) -> str:
