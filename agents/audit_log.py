@@ -47,6 +47,7 @@ AUDIT_KINDS: frozenset[str] = frozenset(
         "escalated",
         "escalation_closed",
         "approval_requested",
+        "approval_withdrawn",
         "approval_decided",
         "tool_called",
         "tool_failed",

@@ -510,6 +510,14 @@ class ShopBotEngine:
             else:
                 pending = self._stored.pending(thread_id, state)
                 agent = active_in(state)
+                if paused and pending is None:
+                    # Asked (the audit log says so) but never saved: nobody can answer it.
+                    self._recorder.append(
+                        "approval_withdrawn",
+                        thread_id=thread_id,
+                        agent=agent,
+                        detail={"reason": "the turn failed before its question was saved"},
+                    )
         if (failure is not None or closing) and pending is None and state is not None:
             # The thread must not point at the failed node, nor keep a history Mistral rejects.
             await self._stored.mend_tail(

@@ -6,17 +6,19 @@ import asyncio
 import dataclasses
 import getpass
 import socket
+import sqlite3
 import threading
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import ToolMessage
 
 from agents import turn_guard
 from agents.context import RetryBudget
-from agents.errors import DecisionPending
+from agents.errors import DecisionPending, NothingPending
 from agents.events import (
     ApprovalRequested,
     Escalated,
@@ -942,6 +944,39 @@ async def test_a_turn_failing_on_a_store_says_so_and_is_marked_as_storage(tmp_pa
         assert "your message is saved" in (turn.result.error or "")
         assert "failed" not in turn.result.to_json()  # the JSON contract is unchanged
         assert engine.transcript("lk")[0].text == "Where is my order ORD-001?"
+
+
+async def test_a_question_asked_but_never_saved_is_withdrawn_in_the_audit_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run asked for an approval, then could not save (another program held the
+    conversation store): the audit log must not leave that request looking open."""
+    async with open_engine(tmp_path) as engine:
+        saver = engine._saver
+        save = saver.aput
+        failures = iter([sqlite3.OperationalError("database is locked")])
+
+        async def locked_once(config: Any, *args: Any, **kwargs: Any) -> Any:
+            # The run's own save, as it stops (a specialist's saves its namespace).
+            own = config["configurable"].get("checkpoint_ns") == ""
+            if own and (failure := next(failures, None)) is not None:
+                raise failure
+            return await save(config, *args, **kwargs)
+
+        monkeypatch.setattr(saver, "aput", locked_once)
+        turn = await say(engine, "p1", "I want a refund for ORD-005, the speaker crackles", "Sam")
+        assert turn.result.status == "error" and turn.result.pending is None
+        events = kinds(audit_of(engine, "p1"))
+        asked = events.index("approval_requested")
+        assert events[asked + 1 :].count("approval_withdrawn") == 1
+        assert "approval_decided" not in events
+        with pytest.raises(NothingPending):
+            await decide(engine, "p1", "approve")
+        assert engine.shop.refund_for("ORD-005") is None
+        # Asked and saved this time: nothing withdrawn.
+        again = await say(engine, "p1", "Please refund ORD-005, the speaker crackles", "Sam")
+        assert again.result.status == "awaiting_approval"
+        assert kinds(audit_of(engine, "p1")).count("approval_withdrawn") == 1
 
 
 async def test_no_stop_while_an_approved_refund_is_paid_and_recorded(

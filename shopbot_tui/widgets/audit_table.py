@@ -40,6 +40,7 @@ _KIND_TONES: Mapping[str, str] = {
     "tool_failed": "text-warning",
     "tool_refused": "text-warning",
     "approval_requested": "text-accent",
+    "approval_withdrawn": "text-warning",
     "approval_decided": "text-success",
     "gate_passed": "text-success",
     "refund_processed": "text-success",
