@@ -55,6 +55,7 @@ from agents.reviewer import Reviewer
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.shop_data import ShopData
 from agents.specialists.spec import RECURSION_LIMIT
+from agents.store_damage import refuse_emptied
 from agents.stored_threads import StoredThreads
 from agents.text_safety import MessageRejected, clean_message, person_name, quoted
 from agents.thread_registry import (
@@ -126,12 +127,14 @@ class ShopBotEngine:
             log.exception("closing turns left by a process that died failed")
 
     def _open_stores(self) -> None:
-        """The shop, its audit log (the two reconciled) and the thread registry; each one is
-        set as soon as it is open, so `aclose` closes whatever did open."""
+        """The thread registry, the shop and its audit log (the two reconciled); each one is
+        set as soon as it is open, so `aclose` closes whatever did open. A store emptied
+        beside registered conversations is refused before anything writes to it."""
+        self.threads = ThreadRegistry(self.settings.threads_path)
+        refuse_emptied(self.settings, self.threads)
         self.shop = ShopData(self.settings.shop_path)
         self._audit_log = AuditLog(self.settings.audit_path, secrets=self.settings.secrets())
         reconcile_refunds(self.shop, self._audit_log)
-        self.threads = ThreadRegistry(self.settings.threads_path)
 
     async def aclose(self) -> None:
         """Close everything that was opened; one failure does not keep the rest open."""

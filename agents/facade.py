@@ -20,7 +20,12 @@ from agents.replies import TURN_STOPPED_NOTE
 from agents.reviewer import Reviewer
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.sqlite_store import StorageError, is_busy
-from agents.store_damage import diagnose_storage, failure_text, file_failure_text
+from agents.store_damage import (
+    diagnose_storage,
+    failure_text,
+    file_failure_text,
+    refuse_emptied,
+)
 from agents.text_safety import (
     MAX_ERROR_CHARS,
     MessageRejected,
@@ -166,6 +171,7 @@ __all__ = [
     "person_name",
     "quoted",
     "redact",
+    "refuse_emptied",
     "retry_notice",
     "safe_json",
     "undecodable_bytes",

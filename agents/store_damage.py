@@ -12,6 +12,7 @@ from pathlib import Path
 
 from agents.settings import Settings
 from agents.sqlite_store import StorageError, damaged_text
+from agents.thread_registry import ThreadRegistry
 
 
 def store_files(settings: Settings) -> tuple[tuple[str, Path], ...]:
@@ -75,6 +76,44 @@ def damaged_stores(settings: Settings) -> StorageError | None:
     return StorageError(
         f"ShopBot data files are damaged: {listed}; ShopBot left them as they are. Move them aside "
         f"(for example: mv '{first}' '{first}.damaged') and start again."
+    )
+
+
+def emptied_stores(settings: Settings) -> list[tuple[str, Path]]:
+    """The conversation store and audit log when their file is there but empty (0 bytes, no
+    write-ahead log either). ShopBot writes a store's tables as it creates the file, so beside
+    registered conversations an empty one was emptied: opening it would make a new, empty
+    store in silence, and a pending decision or the whole audit trail would be gone unsaid."""
+    found = []
+    for what, path in (
+        ("conversation store", settings.checkpoints_path),
+        ("audit log", settings.audit_path),
+    ):
+        wal = path.with_name(f"{path.name}-wal")
+        try:
+            if path.stat().st_size == 0 and (not wal.exists() or wal.stat().st_size == 0):
+                found.append((what, path))
+        except FileNotFoundError:  # (none yet: a first start, or moved aside on purpose)
+            continue
+    return found
+
+
+def refuse_emptied(settings: Settings, registry: ThreadRegistry) -> None:
+    """A `StorageError` when a store was emptied beside conversations `registry` lists
+    (`emptied_stores`); call it before opening those stores, which would fill them anew."""
+    if (emptied := emptied_stores(settings)) and (conversations := registry.count()):
+        raise _emptied_error(emptied, conversations)
+
+
+def _emptied_error(emptied: list[tuple[str, Path]], conversations: int) -> StorageError:
+    path = emptied[0][1]
+    named = " and ".join(f"the {what} at {path}" for what, path in emptied)
+    listed = f"{conversations:,} conversation{'s' if conversations != 1 else ''}"
+    return StorageError(
+        f"{named[0].upper()}{named[1:]} {'are' if len(emptied) > 1 else 'is'} empty (0 bytes), "
+        f"yet the thread registry lists {listed}: emptied or cut short; ShopBot left it as it "
+        f"is. Restore it from a backup, or move it aside (for example: mv '{path}' "
+        f"'{path}.emptied') to go on without what it held."
     )
 
 

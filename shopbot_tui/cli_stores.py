@@ -14,6 +14,14 @@ def unknown_thread(thread_id: str) -> UsageError:
     return UsageError(f"Unknown thread {quoted(thread_id)}: `shopbot threads` lists them.")
 
 
+def _refuse_emptied(settings: Settings) -> None:
+    """Before opening the audit log, which would fill an emptied one anew in silence."""
+    from agents.facade import ThreadRegistry, refuse_emptied
+
+    with ThreadRegistry(settings.threads_path) as registry:
+        refuse_emptied(settings, registry)
+
+
 def print_threads(settings: Settings, only: str | None, as_json: bool) -> None:
     """Every conversation, most recent first; `only`: those waiting for a decision (the one
     left alone longest first) or escalated to a person (the oldest escalation first), the
@@ -70,6 +78,7 @@ def print_audit(settings: Settings, args: argparse.Namespace) -> None:
         text=args.text,
     )
     printed = 0
+    _refuse_emptied(settings)
     with AuditLog(settings.audit_path) as audit:
         for event in audit.page(query, limit=args.limit):
             printed += 1
@@ -89,6 +98,7 @@ def close_escalation(settings: Settings, thread_id: str, as_json: bool) -> None:
     audit log and the transcript are plain stores)."""
     from agents.facade import AuditLog, Reviewer, ThreadRegistry, mark_handled
 
+    _refuse_emptied(settings)
     with ThreadRegistry(settings.threads_path) as registry, AuditLog(settings.audit_path) as log:
         if registry.get(thread_id) is None:
             raise unknown_thread(thread_id)

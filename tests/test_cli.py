@@ -691,6 +691,33 @@ def test_the_command_line_names_a_log_damaged_past_its_first_page(tmp_path: Path
     assert path.read_bytes() == damaged
 
 
+def empty_out(path: Path) -> None:
+    """What a careless `: > file` (or a disk that lost the file's data) leaves."""
+    path.write_bytes(b"")
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("store", ["checkpoints.sqlite", "audit.sqlite"])
+def test_a_store_emptied_beside_its_conversations_is_refused_not_made_anew(
+    tmp_path: Path, store: str
+) -> None:
+    asked = run(tmp_path, "chat", "p1", "I want a refund for ORD-005, the speaker crackles")
+    assert asked.returncode == 0
+    path = tmp_path / store
+    empty_out(path)
+    for command in (["resume", "p1", "approve"], ["chat", "p2", "hello"], ["audit"]):
+        done = run(tmp_path, *command)
+        assert done.returncode == 2, command
+        line = one_line_error(done)
+        assert f"at {path} is empty (0 bytes), yet the thread registry lists 1 conversation" in line
+        assert f"mv '{path}'" in line
+    assert path.stat().st_size == 0  # left as it was found
+    # Moved aside, ShopBot goes on without what it held.
+    path.rename(path.with_name(f"{store}.emptied"))
+    assert run(tmp_path, "chat", "p2", "Where is ORD-002?").returncode == 0
+
+
 def test_the_command_line_exits_2_for_a_damaged_conversation(tmp_path: Path) -> None:
     assert run(tmp_path, "chat", "hurt", "Where is ORD-001?").returncode == 0
     damage_thread_state(tmp_path, "hurt")

@@ -164,3 +164,14 @@ def test_a_full_disk_is_said_as_such_never_as_damage(
         with pytest.raises(StorageError, match=r"^Cannot write to .*threads\.sqlite: the disk is"):
             registry.append_line("t1", "customer", "x" * 50_000)
         assert registry.lines("t1") == []  # nothing half written
+
+
+async def test_an_empty_store_file_with_no_conversation_yet_is_simply_set_up(
+    tmp_path: Path,
+) -> None:
+    """Only beside registered conversations is an empty store a lost one."""
+    (tmp_path / "checkpoints.sqlite").write_bytes(b"")
+    (tmp_path / "audit.sqlite").write_bytes(b"")
+    async with open_engine(tmp_path) as engine:
+        turn = await say(engine, "t1", "Where is ORD-002?", "Sam")
+        assert "In Transit" in turn.result.reply
