@@ -387,6 +387,12 @@ class ShopBotEngine:
                 f"Thread {thread_id} belongs to customer {known}; "
                 f"start a new thread for {customer}."
             )
+        if customer and info is not None and known is None and info.turns > 0:
+            # Named now, its anonymous messages would read as theirs (the transcript, the
+            # export), and what it showed unchecked by the ownership gate as shown to them.
+            raise InputError(
+                f"Thread {thread_id} began without a customer; start a new thread for {customer}."
+            )
         return customer or known
 
     async def _drive(

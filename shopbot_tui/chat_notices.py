@@ -151,10 +151,11 @@ class ChatNotices:
             markup=False,
         )
 
-    def thread_of_another_customer(self, thread_id: str, owner: str, customer: str) -> None:
+    def thread_of_another_customer(self, thread_id: str, owner: str | None, customer: str) -> None:
+        """`owner` None: the conversation began without a customer, and stays so."""
+        whose = f"belongs to {owner}" if owner else "began without a customer"
         self._screen.notify(
-            f"Conversation {thread_id} belongs to {owner}; "
-            f"start a new conversation (ctrl+n) for {customer}.",
+            f"Conversation {thread_id} {whose}; start a new conversation (ctrl+n) for {customer}.",
             title="Customer",
             severity="warning",
             markup=False,

@@ -76,13 +76,17 @@ class ThreadOpener:
         if message.error:
             chat.notices.thread_unreadable(message.error)
         stored = message.info.customer if message.info is not None else None
+        started = message.info is not None and message.info.turns > 0
         if stored:
             if chat.customer and chat.customer.casefold() != stored.casefold():
                 chat.notices.thread_of_another_customer(chat.thread_id, stored, chat.customer)
             chat.customer = stored
+        elif started and chat.customer:
+            # Begun without a customer, it goes on without one (the engine names none now).
+            chat.notices.thread_of_another_customer(chat.thread_id, None, chat.customer)
+            chat.customer = None
         chat.panel.show_session(chat.thread_id, chat.customer)
         await chat.view.show_history(message.lines, message.hidden_lines, chat.customer)
-        started = message.info is not None and message.info.turns > 0
         chat.drafts.loaded(
             chat.thread_id, message.draft, started=started, new_draft=message.new_draft
         )

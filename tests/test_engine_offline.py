@@ -554,6 +554,26 @@ async def test_bad_input_changes_nothing(tmp_path: Path) -> None:
         assert (await decide(engine, "b1", " Approve ")).result.status == "done"
 
 
+async def test_a_conversation_begun_without_a_customer_is_not_named_afterwards(
+    tmp_path: Path,
+) -> None:
+    """Its anonymous messages (and the orders shown to them, no ownership checked) would read
+    as the named customer's in the transcript and the export."""
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "k1", "Where is ORD-001?")
+        before = engine.transcript("k1")
+        with pytest.raises(InputError, match="began without a customer; start a new thread"):
+            await say(engine, "k1", "hi", "Mallory")
+        assert engine.transcript("k1") == before
+        info = engine.thread("k1")
+        assert info is not None and info.customer is None
+        assert (await say(engine, "k1", "Where is ORD-002?")).result.status == "done"
+        # A new thread takes the name from its first message.
+        await say(engine, "k2", "Where is ORD-002?", "Sam")
+        named = engine.thread("k2")
+        assert named is not None and named.customer == "Sam"
+
+
 async def test_markup_and_escape_sequences_are_kept_as_text(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         text = "[bold]hi[/] \x1b[31mred\x1b[0m [link=http://evil]click[/link] where is ORD-001?"

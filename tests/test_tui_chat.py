@@ -561,6 +561,22 @@ async def test_customer_of_a_stored_thread_wins(tmp_path: Path) -> None:
         assert transcript_on_screen(second)[0] == ("customer", "Where is ORD-002?")
 
 
+async def test_a_conversation_begun_without_a_customer_stays_without_one(tmp_path: Path) -> None:
+    first = make_app(tmp_path, thread_id="t-anon", customer=None)
+    async with first.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?")
+    second = make_app(tmp_path, thread_id="t-anon", customer="Alex")
+    async with second.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert second.chat.customer is None
+        warnings = list(iter_notices(second, "warning"))
+        assert any("began without a customer" in notice for notice in warnings)
+        await send(pilot, "And ORD-001?")  # goes on, as before, for nobody in particular
+        assert "Wireless Headphones" in replies(second)[-1]
+        assert second.engine is not None and second.engine.thread("t-anon").customer is None
+
+
 async def test_quitting_while_a_turn_runs_is_clean(tmp_path: Path) -> None:
     model = GatedModel()  # never opened: the turn is still waiting when the app quits
     app = make_app(tmp_path, model=model)
