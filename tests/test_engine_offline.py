@@ -489,6 +489,9 @@ async def test_handoffs_between_all_three_agents(tmp_path: Path) -> None:
             ("refund_agent", "order_agent"),
             ("order_agent", "complaints_agent"),
         ]
+        # The demo model gives no reason: the row shows none, not an empty "reason=".
+        handoff_rows = [e for e in audit_of(engine, "ho") if e.kind == "handoff"]
+        assert not any("reason" in e.detail or "reason=" in e.summary(200) for e in handoff_rows)
         # The agent that received the message answered it in the same turn.
         assert second.of(ReplyDone)[-1].agent == "order_agent"
         await decide(engine, "ho", "close_ticket")

@@ -267,10 +267,11 @@ async def _hand_off(
         HandedOff(source=spec.name, target=target),
         kind="handoff",
         agent=spec.name,
+        # (No empty "reason=" on every row: the tools take none, most models give none.)
         detail={
             "from": spec.name,
             "to": target,
-            "reason": reason,
+            **({"reason": reason} if reason else {}),
             "handoffs": state.get("handoffs", 0) + 1,
         },
     )
