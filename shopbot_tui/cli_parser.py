@@ -101,6 +101,16 @@ def _moment(text: str) -> str:
     return text.strip()
 
 
+def _customer(text: str) -> str:
+    """A name, given: a blank one (a script's unset variable) would run the conversation with
+    no customer, and the ownership gate would check no order against anyone."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "is blank: give the customer's name, or leave --customer out for no customer"
+        )
+    return text
+
+
 def _thread_id(text: str) -> str:
     try:
         return validate_thread_id(text)
@@ -138,7 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--thread", metavar="ID", help="open this conversation (TUI)")
     parser.add_argument(
-        "--customer", metavar="NAME", help="who the customer is (used by the ownership gate)"
+        "--customer",
+        type=_customer,
+        metavar="NAME",
+        help="who the customer is (used by the ownership gate)",
     )
     parser.add_argument(
         "--offline", action="store_true", help="use the offline demo model (no network)"
@@ -156,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument(
         "--customer",
         dest="chat_customer",
+        type=_customer,
         metavar="NAME",
         help="who the customer is (used by the ownership gate)",
     )

@@ -534,9 +534,12 @@ def test_undecodable_bytes_in_a_message_are_replaced_and_the_turn_is_answered(
         ("Sam \udcff", "not valid text"),
         ("Sam\u202eevil", "invisible formatting"),
         ("S\u200bam", "invisible formatting"),
+        # A script's unset variable: run anyway, no order would be checked against anyone.
+        ("", "--customer: is blank"),
+        ("   ", "--customer: is blank"),
     ],
 )
-def test_a_customer_name_with_hidden_characters_is_refused_and_nothing_is_stored(
+def test_a_customer_name_blank_or_with_hidden_characters_is_refused_and_nothing_is_stored(
     tmp_path: Path, customer: str, reason: str
 ) -> None:
     done = run(tmp_path, "chat", "k3", "Where is ORD-002?", "--customer", customer, "--offline")
