@@ -25,6 +25,7 @@ from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.screens.threads import SHOWN, ThreadsScreen
 from shopbot_tui.widgets.audit_table import AuditEventTable
 from shopbot_tui.widgets.conversation import AssistantReply
+from shopbot_tui.widgets.side_panel import ENGINE_NOT_RUNNING, AgentCard
 from tests.fakes.damage import damage_thread_state, filled_audit_log, garble_past_first_page
 from tests.test_tui_chat import contrast
 from tests.test_tui_helpers import (
@@ -407,6 +408,9 @@ async def test_an_engine_that_could_not_start_is_never_said_to_be_loading(
         await settle(pilot)
         assert app.engine is None
         assert any("could not start" in notice for notice in iter_notices(app, "error"))
+        # The panel does not show the first agent idle, as if ready for a message.
+        card = app.chat.query_one("#agent-order_agent", AgentCard)
+        assert card.step == ENGINE_NOT_RUNNING and f"▸ {ENGINE_NOT_RUNNING}" in frame_text(app)
         app.notices.clear()
         await send(pilot, "Where is ORD-002?")
         await palette_command(pilot, "new conv")

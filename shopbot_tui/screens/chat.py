@@ -50,7 +50,7 @@ from shopbot_tui.turn_reports import TurnReports
 from shopbot_tui.turn_workers import TurnWorkers
 from shopbot_tui.widgets.conversation import ChatLog, SystemNote
 from shopbot_tui.widgets.message_box import MessageBox
-from shopbot_tui.widgets.side_panel import SidePanel
+from shopbot_tui.widgets.side_panel import ENGINE_NOT_RUNNING, SidePanel
 
 if TYPE_CHECKING:
     from agents.facade import ApprovalRequest, Escalation, ShopBotEngine
@@ -217,6 +217,7 @@ class ChatScreen(Screen[None]):
         self.engine_error = error
         await self.chat_log.remove_children()
         await self.chat_log.mount(SystemNote(f"⚠ The engine could not start: {error}"))
+        self.panel.show_agent(self.panel.agent, ENGINE_NOT_RUNNING)  # not "idle", as if ready
         self.notices.engine_failed(error)
 
     async def open_thread(self, thread_id: str, customer: str | None) -> None:

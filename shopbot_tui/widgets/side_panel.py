@@ -23,6 +23,10 @@ GATE_DETAIL_WIDTH = 60
 ACTIVE_BADGE = " Active "
 
 
+# The step the panel shows when the engine could not start (the conversation says why).
+ENGINE_NOT_RUNNING = "not running"
+
+
 def short_title(agent: str) -> str:
     """'Refund agent' -> 'Refund'."""
     return AGENT_TITLES.get(agent, agent).removesuffix(" agent")
