@@ -548,11 +548,16 @@ async def test_correction_loop_is_shown(tmp_path: Path) -> None:
         assert stored == shown[1:]
 
 
-async def test_customer_of_a_stored_thread_wins(tmp_path: Path) -> None:
-    first = make_app(tmp_path, thread_id="t-sam", customer="Sam")
+async def begin_conversation(tmp_path: Path, thread_id: str, customer: str | None) -> None:
+    """`thread_id` asks "Where is ORD-002?" for `customer`, in an app that then quits."""
+    first = make_app(tmp_path, thread_id=thread_id, customer=customer)
     async with first.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await send(pilot, "Where is ORD-002?")
+
+
+async def test_customer_of_a_stored_thread_wins(tmp_path: Path) -> None:
+    await begin_conversation(tmp_path, "t-sam", "Sam")
     second = make_app(tmp_path, thread_id="t-sam", customer="Alex")
     async with second.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -562,10 +567,7 @@ async def test_customer_of_a_stored_thread_wins(tmp_path: Path) -> None:
 
 
 async def test_a_conversation_begun_without_a_customer_stays_without_one(tmp_path: Path) -> None:
-    first = make_app(tmp_path, thread_id="t-anon", customer=None)
-    async with first.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await send(pilot, "Where is ORD-002?")
+    await begin_conversation(tmp_path, "t-anon", None)
     second = make_app(tmp_path, thread_id="t-anon", customer="Alex")
     async with second.run_test(size=SIZE) as pilot:
         await settle(pilot)
