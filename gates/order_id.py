@@ -10,14 +10,15 @@ from typing import Any
 from gates.result import GateResult, Remedy, failed, passed
 from gates.rules import ORDER_ID_EXAMPLE, ORDER_ID_FORMAT, ORDER_ID_PATTERN
 
-# "ord 001", "ORD_001", "ORD–001" (en dash) and "ORD001" all mean ORD-001.
-_SEPARATED_ID = re.compile(r"^ORD\s*[-_\u2010-\u2015\s]?\s*([0-9]{3})$")
+# "ord 001", "ORD_001", "ORD–001" (en dash) and "ORD001" all mean ORD-001. (One dash, or
+# spaces: `\s*[-\s]?\s*` read a long run of spaces in quadratic time.)
+_SEPARATED_ID = re.compile(r"^ORD(?:\s*[-_\u2010-\u2015]\s*|\s+)?([0-9]{3})$")
 # An id as customers write one: "ORD-009", "ord 9"-less spellings of it, and "order #3",
 # "order number 3", "order 003" (a bare "order 2" is not one: "my order 2 weeks ago").
 # Not \b before it: in "订单ORD-001" a CJK letter is a word character, and no boundary is.
 _MENTIONED_ID = re.compile(
     r"(?<![A-Za-z0-9])(?:"
-    r"ORD\s*[-_\u2010-\u2015\s]?\s*(?P<id>[0-9]{3})"
+    r"ORD(?:\s*[-_\u2010-\u2015]\s*|\s+)?(?P<id>[0-9]{3})"
     r"|ORDER\s*(?:\#|NO\.?|NR\.?|NUMBER)\s*(?P<num>[0-9]{1,3})"
     r"|ORDER\s+(?P<three>[0-9]{3})"
     r")(?![A-Za-z0-9])",
@@ -37,12 +38,12 @@ QUERY_TYPES = ("status", "delivery_date", "product", "general")
 # What a customer may have meant as an id but did not write as one: "ORD-12", "ORD-1234",
 # "ORD-0O1", "ord 99x" (ORD, then letters and digits with at least one digit).
 _ID_LIKE = re.compile(
-    r"(?<![A-Za-z0-9])ORD\s*[-_\u2010-\u2015\s]?\s*[0-9A-Z]*[0-9][0-9A-Z]*(?![A-Za-z0-9])",
+    r"(?<![A-Za-z0-9])ORD(?:\s*[-_\u2010-\u2015]\s*|\s+)?[0-9A-Z]*[0-9][0-9A-Z]*(?![A-Za-z0-9])",
     re.IGNORECASE,
 )
 # Letters a reader (or a scan) takes for digits: an id with these a model may read right.
 _DIGIT_LOOKALIKES = str.maketrans({"O": "0", "Q": "0", "I": "1", "L": "1"})
-_ID_PREFIX = re.compile(r"^ORD\s*[-_\u2010-\u2015\s]?\s*")
+_ID_PREFIX = re.compile(r"^ORD(?:\s*[-_\u2010-\u2015]\s*|\s+)?")
 
 
 def normalise_order_id(raw: object) -> str:
@@ -132,24 +133,26 @@ def _spelled(malformed: str) -> str:
     return _ID_PREFIX.sub("ORD-", unicodedata.normalize("NFKC", malformed).strip().upper())
 
 
-def _reads_as_an_id(malformed: str) -> bool:
-    """Whether a malformed id becomes one when letters taken for digits are read as digits
-    ("ORD-0O1" -> ORD-001) and a short number padded as in "order #5" ("ord 5" -> ORD-005):
-    a reading the correction loop may find."""
+def _reading(malformed: str) -> str | None:
+    """The id a malformed one reads as when letters taken for digits are read as digits
+    ("ORD-0O1" -> ORD-001) and a short number is padded as in "order #5" ("ord 5" ->
+    ORD-005): the reading the correction loop may find. None when there is none."""
     number = _spelled(malformed).removeprefix("ORD-").translate(_DIGIT_LOOKALIKES)
-    return len(number) <= 3 and bool(ORDER_ID_PATTERN.match(f"ORD-{number.zfill(3)}"))
+    reading = f"ORD-{number.zfill(3)}"
+    return reading if len(number) <= 3 and ORDER_ID_PATTERN.match(reading) else None
 
 
 def _not_found(order_id: str, customer_wrote: str, code: str) -> GateResult:
     """A missing and a stranger's order read the same. Misread by the model: it extracts
-    again (the correction loop). Written so by the customer, or read from an id they wrote
-    malformed when they wrote no other ("ORD-0O1" read as ORD-001): re-reading cannot fix
-    it, and a colleague should not be called for a typo, so the customer is asked."""
-    written = order_ids_in(customer_wrote)
-    if order_id in written:
+    again (the correction loop). Written so by the customer, or the reading of an id they
+    wrote malformed ("ORD-0O1" read as ORD-001): re-reading cannot fix it, and a colleague
+    should not be called for a typo, so the customer is asked."""
+    if order_id in order_ids_in(customer_wrote):
         return failed(customer_gave_unknown_text(order_id), Remedy.ASK_CUSTOMER, code)
-    if not written and (malformed := _malformed_ids_in(customer_wrote)):
-        return failed(read_unknown_text(order_id, malformed[-1]), Remedy.ASK_CUSTOMER, code)
+    readings = {_reading(m): m for m in _malformed_ids_in(customer_wrote)}
+    if order_id in readings:
+        written = readings[order_id]
+        return failed(read_unknown_text(order_id, written), Remedy.ASK_CUSTOMER, code)
     return failed(unknown_order_text(order_id), Remedy.CORRECT, code)
 
 
@@ -179,7 +182,7 @@ def validate_order_id(
         )
     if not ORDER_ID_PATTERN.match(order_id):
         as_written = _spelled(order_id) in _malformed_ids_in(customer_wrote)
-        if as_written and not _reads_as_an_id(order_id):
+        if as_written and _reading(order_id) is None:
             # Extracted right, written wrong ("ORD-12"): no reading can fix it.
             return failed(
                 customer_wrote_malformed_text(order_id), Remedy.ASK_CUSTOMER, "order_id.format"

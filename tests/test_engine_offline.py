@@ -295,6 +295,8 @@ async def test_id_that_stays_wrong_escalates_after_two_corrections(tmp_path: Pat
         ("Where is ORD-99X?", "Sam", "ORD-99X"),
         # Read as ORD-001, which is Alex's: not found for Sam, and nothing else to read.
         ("What's the status of ORD-0O1?", "Sam", "ORD-001"),
+        # Beside one of theirs, the typo is still theirs to fix.
+        ("Where is ORD-0O1 and ORD-002?", "Sam", "ORD-001"),
     ],
 )
 async def test_an_order_number_the_customer_mistyped_is_asked_back_not_escalated(
