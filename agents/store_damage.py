@@ -3,16 +3,20 @@
 Opening checks only the first page of each file; damage further in shows up in the middle
 of a query as a bare "database disk image is malformed" that names no file. Then each file
 gets SQLite's `quick_check`, read-only, so the message can say which file and what to do.
+A store found emptied (0 bytes) beside registered conversations is refused the same way.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from pathlib import Path
 
 from agents.settings import Settings
 from agents.sqlite_store import StorageError, damaged_text
 from agents.thread_registry import ThreadRegistry
+
+log = logging.getLogger("shopbot.storage")
 
 
 def store_files(settings: Settings) -> tuple[tuple[str, Path], ...]:
@@ -79,16 +83,22 @@ def damaged_stores(settings: Settings) -> StorageError | None:
     )
 
 
-def emptied_stores(settings: Settings) -> list[tuple[str, Path]]:
-    """The conversation store and audit log when their file is there but empty (0 bytes, no
-    write-ahead log either). ShopBot writes a store's tables as it creates the file, so beside
-    registered conversations an empty one was emptied: opening it would make a new, empty
-    store in silence, and a pending decision or the whole audit trail would be gone unsaid."""
+# The stores an emptied file of would pass unnoticed (the registry lists what it lost).
+_CHECKED_FOR_EMPTYING = ("conversation store", "audit log")
+
+
+def emptied_stores(
+    settings: Settings, which: tuple[str, ...] = _CHECKED_FOR_EMPTYING
+) -> list[tuple[str, Path]]:
+    """Of the conversation store and the audit log (or `which` of them), those whose file is
+    there but empty (0 bytes, no write-ahead log either). ShopBot writes a store's tables as
+    it creates the file, so beside registered conversations an empty one was emptied: opening
+    it would make a new, empty store in silence, and a pending decision or the whole audit
+    trail would be gone unsaid."""
     found = []
-    for what, path in (
-        ("conversation store", settings.checkpoints_path),
-        ("audit log", settings.audit_path),
-    ):
+    for what, path in store_files(settings):
+        if what not in which:
+            continue
         wal = path.with_name(f"{path.name}-wal")
         try:
             if path.stat().st_size == 0 and (not wal.exists() or wal.stat().st_size == 0):
@@ -98,10 +108,29 @@ def emptied_stores(settings: Settings) -> list[tuple[str, Path]]:
     return found
 
 
-def refuse_emptied(settings: Settings, registry: ThreadRegistry) -> None:
-    """A `StorageError` when a store was emptied beside conversations `registry` lists
-    (`emptied_stores`); call it before opening those stores, which would fill them anew."""
-    if (emptied := emptied_stores(settings)) and (conversations := registry.count()):
+def refuse_emptied(
+    settings: Settings,
+    registry: ThreadRegistry | None = None,
+    which: tuple[str, ...] = _CHECKED_FOR_EMPTYING,
+) -> None:
+    """A `StorageError` when one of `which` stores was emptied beside registered
+    conversations (`emptied_stores`); call it before opening the store, which would fill it
+    anew. Without `registry` the registry is read only if a file is empty, and a registry that
+    cannot be read refuses nothing: reading the audit log must not depend on it."""
+    if not (emptied := emptied_stores(settings, which)):
+        return
+    if registry is not None:
+        conversations = registry.count()
+    elif not settings.threads_path.exists():
+        return
+    else:
+        try:
+            with ThreadRegistry(settings.threads_path) as opened:
+                conversations = opened.count()
+        except (sqlite3.Error, StorageError):
+            log.exception("the thread registry could not be read to check %s", emptied)
+            return
+    if conversations:
         raise _emptied_error(emptied, conversations)
 
 

@@ -24,8 +24,11 @@ class AuditConnections:
     """`run(role, work)` from any thread; `close()` once. A connection is closed only when no
     query is using it (workers of a viewer closed meanwhile may still be in one)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, before_open: Callable[[], None] | None = None) -> None:
+        """`before_open`: a check run (in the worker) before each connection opens, raising
+        what the viewer should say instead (an emptied log, which opening would fill anew)."""
         self.path = path
+        self._before_open = before_open
         self._logs: dict[str, AuditLog] = {}
         self._users: dict[int, int] = {}  # id(log) -> queries running on it
         self._retired: set[int] = set()  # forgotten or closed, to close once unused
@@ -62,6 +65,8 @@ class AuditConnections:
                     return log
             # Opened outside `_lock`: it may wait on another process's write lock, and
             # `close` takes `_lock` (on the event loop when a viewer owns its connections).
+            if self._before_open is not None:
+                self._before_open()
             opened = AuditLog(self.path)
             with self._lock:
                 kept = self._keep(role, opened)

@@ -5,6 +5,7 @@ last reply, export the chat, open the audit log, mark an escalation handled."""
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import TYPE_CHECKING
 
 from agents import facade
@@ -191,7 +192,10 @@ class ChatCommands:
 
         chat = self._chat
         if self._audit_connections is None:
-            self._audit_connections = AuditConnections(chat.settings.audit_path)
+            self._audit_connections = AuditConnections(
+                chat.settings.audit_path,
+                before_open=partial(facade.refuse_emptied, chat.settings, which=("audit log",)),
+            )
         viewer = AuditViewerScreen(
             chat.settings.audit_path, thread_id=chat.thread_id, connections=self._audit_connections
         )

@@ -16,10 +16,9 @@ def unknown_thread(thread_id: str) -> UsageError:
 
 def _refuse_emptied(settings: Settings) -> None:
     """Before opening the audit log, which would fill an emptied one anew in silence."""
-    from agents.facade import ThreadRegistry, refuse_emptied
+    from agents.facade import refuse_emptied
 
-    with ThreadRegistry(settings.threads_path) as registry:
-        refuse_emptied(settings, registry)
+    refuse_emptied(settings, which=("audit log",))
 
 
 def print_threads(settings: Settings, only: str | None, as_json: bool) -> None:

@@ -709,7 +709,13 @@ def test_a_store_emptied_beside_its_conversations_is_refused_not_made_anew(
     assert asked.returncode == 0
     path = tmp_path / store
     empty_out(path)
-    for command in (["resume", "p1", "approve"], ["chat", "p2", "hello"], ["audit"]):
+    commands = [["resume", "p1", "approve"], ["chat", "p2", "hello"]]
+    # `audit` reads the audit log only: refused when that is the one emptied.
+    if store == "audit.sqlite":
+        commands.append(["audit"])
+    else:
+        assert run(tmp_path, "audit", "--thread", "p1").returncode == 0
+    for command in commands:
         done = run(tmp_path, *command)
         assert done.returncode == 2, command
         line = one_line_error(done)
@@ -719,6 +725,17 @@ def test_a_store_emptied_beside_its_conversations_is_refused_not_made_anew(
     # Moved aside, ShopBot goes on without what it held.
     path.rename(path.with_name(f"{store}.emptied"))
     assert run(tmp_path, "chat", "p2", "Where is ORD-002?").returncode == 0
+
+
+def test_the_audit_log_reads_beside_a_damaged_thread_registry(tmp_path: Path) -> None:
+    """`shopbot audit` is how a damaged registry is looked into: it must not need one."""
+    assert run(tmp_path, "chat", "t1", "Where is ORD-002?").returncode == 0
+    registry = tmp_path / "threads.sqlite"
+    with registry.open("r+b") as file:
+        file.write(b"garbled header!!")
+    done = run(tmp_path, "audit", "--thread", "t1", "--kind", "turn_finished")
+    assert done.returncode == 0, done.stderr
+    assert "turn_finished" in done.stdout
 
 
 def test_the_command_line_exits_2_for_a_damaged_conversation(tmp_path: Path) -> None:

@@ -12,7 +12,13 @@ import pytest
 from agents import sqlite_store
 from agents.settings import Settings
 from agents.sqlite_store import StorageError
-from agents.store_damage import damaged_stores, diagnose_storage, is_damage, quick_check
+from agents.store_damage import (
+    damaged_stores,
+    diagnose_storage,
+    is_damage,
+    quick_check,
+    refuse_emptied,
+)
 from agents.thread_registry import ThreadRegistry
 from agents.turn_closing import turn_failure_text
 from tests.engine_support import open_engine, say
@@ -175,3 +181,17 @@ async def test_an_empty_store_file_with_no_conversation_yet_is_simply_set_up(
     async with open_engine(tmp_path) as engine:
         turn = await say(engine, "t1", "Where is ORD-002?", "Sam")
         assert "In Transit" in turn.result.reply
+
+
+def test_reading_the_audit_log_does_not_depend_on_a_readable_registry(tmp_path: Path) -> None:
+    """The emptied-store check reads the registry only when a file is empty, and a registry
+    that cannot be read refuses nothing: `shopbot audit` is how its damage is looked into."""
+    settings = Settings.from_env(offline=True, home=tmp_path)
+    filled_audit_log(settings.audit_path)
+    settings.threads_path.write_bytes(b"not a database at all, garbled" * 200)
+    refuse_emptied(settings, which=("audit log",))  # nothing empty: the registry is not read
+    settings.audit_path.write_bytes(b"")
+    refuse_emptied(settings, which=("audit log",))  # empty, but whose conversations? unknown
+    settings.threads_path.unlink()
+    refuse_emptied(settings, which=("audit log",))  # no registry: a first start
+    assert not settings.threads_path.exists()  # and none was made

@@ -514,6 +514,34 @@ async def test_a_conversation_whose_stored_state_is_damaged_says_so_and_the_app_
         assert "In Transit" in replies(app)[-1]
 
 
+async def test_an_emptied_audit_log_is_named_and_the_viewer_does_not_fill_it_anew(
+    tmp_path: Path,
+) -> None:
+    first = make_app(tmp_path, thread_id="t-kept", customer="Sam")
+    async with first.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?")
+    path = tmp_path / "audit.sqlite"
+    path.write_bytes(b"")
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.engine is None
+        (problem,) = iter_notices(app, "error")
+        assert f"The audit log at {path} is empty (0 bytes)" in problem
+        app.notices.clear()
+        await pilot.press("ctrl+l")  # the log, with no engine: it must not set up a new one
+        await wait_until(pilot, lambda: bool(app.notices), "the viewer said why")
+        assert any("is empty (0 bytes)" in text for _, _, text in app.notices)
+    assert path.stat().st_size == 0
+    again = make_app(tmp_path)
+    async with again.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert again.engine is None  # still refused: the emptied log was left as found
+
+
 async def test_an_audit_log_damaged_past_its_first_page_is_named_when_the_app_starts(
     tmp_path: Path,
 ) -> None:
