@@ -94,7 +94,7 @@ class ChatCommands:
         chat = self._chat
         if self._engine() is None:
             return
-        await chat.open_thread(new_thread_id(), chat.customer)
+        await chat.open_thread(new_thread_id(), chat.session_customer)
         chat.notices.new_conversation(chat.thread_id)
 
     def choose_thread(self, view: ViewName = "all") -> None:
@@ -120,7 +120,7 @@ class ChatCommands:
                 waiting=engine.waiting_for_decision,
                 count_threads=engine.count_threads,
                 current_thread=chat.thread_id,
-                customer=chat.customer,
+                customer=chat.session_customer,
                 settings=chat.settings,
                 view=view,
             ),

@@ -577,6 +577,14 @@ async def test_a_conversation_begun_without_a_customer_stays_without_one(tmp_pat
         await send(pilot, "And ORD-001?")  # goes on, as before, for nobody in particular
         assert "Wireless Headphones" in replies(second)[-1]
         assert second.engine is not None and second.engine.thread("t-anon").customer is None
+        # A new conversation is still for the customer the app was started for.
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        assert second.chat.customer == "Alex"
+        await send(pilot, "Where is ORD-002?")
+        assert "In Transit" not in replies(second)[-1]  # Sam's order: not shown to Alex
+        new = second.engine.thread(second.chat.thread_id)
+        assert new is not None and new.customer == "Alex"
 
 
 async def test_quitting_while_a_turn_runs_is_clean(tmp_path: Path) -> None:
