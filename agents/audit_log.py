@@ -380,8 +380,18 @@ def _event(row: sqlite3.Row | Mapping[str, Any]) -> AuditEvent:
         thread_id=row["thread_id"],
         agent=row["agent"],
         kind=row["kind"],
-        detail=json.loads(row["detail"]),
+        detail=_detail(row["detail"]),
     )
+
+
+def _detail(stored: Any) -> dict[str, Any]:
+    """The stored detail; one another program wrote that is no JSON object (bytes, read as
+    their literal, see `fetch_packed`) is shown as it is rather than failing its whole page."""
+    try:
+        detail = json.loads(stored)
+    except (TypeError, ValueError):
+        detail = None
+    return detail if isinstance(detail, dict) else {"unreadable": str(stored)}
 
 
 def _dumps(value: Any) -> str:

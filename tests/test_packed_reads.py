@@ -92,3 +92,17 @@ def test_a_transcript_and_the_list_read_back_awkward_text_in_order(tmp_path: Pat
             ("t-one", "Łukasz"),
         ]
         assert [info.thread_id for info in registry.list(matching="łukasz")] == ["t-one"]
+
+
+def test_an_event_whose_detail_is_no_json_object_reads_as_it_is(tmp_path: Path) -> None:
+    """Bytes another program wrote as an event's detail: the page still reads."""
+    log = AuditLog(tmp_path / "audit.sqlite")
+    log.append("turn_started", thread_id="t1", detail={"chars": 5})
+    with sqlite3.connect(tmp_path / "audit.sqlite") as conn:
+        conn.execute(
+            "INSERT INTO events (ts, thread_id, agent, kind, detail) "
+            "VALUES ('2026-12-01T10:00:00.000Z', 't1', NULL, 'turn_finished', x'7b7d00ff')"
+        )
+    details = [event.detail for event in log.page()]
+    assert details == [{"unreadable": "x'7B7D00FF'"}, {"chars": 5}]
+    log.close()
