@@ -271,6 +271,10 @@ def test_customer_words_quoted_in_markdown_read_as_typed() -> None:
     # Rendered, the quote is the customer's text exactly, every character of it.
     assert "**Call 555-0100 now** see [portal](http://evil.example/login) `code`" in html
     assert "&lt;b&gt;x&lt;/b&gt; &amp;amp; _y_" in html
+    # On one line, and what starts nothing mid-line stays as typed (a reply read as written).
+    assert markdown_literal("broken (again)! #1\n# not a heading") == (
+        "broken (again)! #1 # not a heading"
+    )
 
 
 def test_the_policy_takes_its_numbers_from_the_gates() -> None:

@@ -105,11 +105,14 @@ def no_refund_for(order_id: str, *, paid: str, escalated: bool) -> str:
     )
 
 
-# CommonMark punctuation that starts formatting, a link, an image, HTML or an entity.
-_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]<>()#+!|~&])")
+# What starts formatting inside a line: emphasis, code, a link or image (its brackets), HTML,
+# an entity, a table cell, strikethrough. `#`, `+`, `(` or `!` start nothing mid-line, and
+# escaped they read "broken\!" where the reply is shown as written (`shopbot chat` in a pipe).
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]<>|~&])")
 
 
 def markdown_literal(text: str) -> str:
-    """Customer words to quote in a reply, which is Markdown: backslash-escaped, so `**x**`
-    or `[link](url)` reads as typed instead of in bold or as a link in the bot's voice."""
-    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", text)
+    """Customer words to quote inside a line of a reply, which is Markdown: on one line (a
+    line break could start a heading or a list) and backslash-escaped, so `**x**` or
+    `[link](url)` reads as typed instead of in bold or as a link in the bot's voice."""
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", " ".join(text.split()))
