@@ -156,9 +156,11 @@ class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
             return self._get(thread_id)
 
     def _get(self, thread_id: str) -> ThreadInfo | None:
-        row = self._conn.execute("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
-        found = row.fetchone()
-        return _info(found) if found else None
+        # Packed like the list: bytes another program wrote read as their literal here too,
+        # never as a `bytes` customer name that fails deep inside a turn.
+        select = "SELECT * FROM threads WHERE thread_id = ?"
+        found = fetch_packed(self._conn, _THREAD_COLUMNS, select, (thread_id,))
+        return _info(found[0]) if found else None
 
     def ensure(self, thread_id: str, *, customer: str | None) -> ThreadInfo:
         """The thread, created if missing; a given customer name replaces the stored one."""

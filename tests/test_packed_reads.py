@@ -53,6 +53,11 @@ def test_a_blob_where_text_belongs_reads_as_its_literal_not_as_a_failed_list(
         conn.execute("UPDATE threads SET title = x'00ff' WHERE thread_id = 't1'")
     titles = {info.thread_id: info.title for info in registry.list()}
     assert titles == {"t1": "x'00FF'", "t2": "Where is ORD-002?"}
+    # One thread read alone reads the same: a customer too (a `bytes` one failed a turn).
+    with sqlite3.connect(tmp_path / "threads.sqlite") as conn:
+        conn.execute("UPDATE threads SET customer = x'00ff' WHERE thread_id = 't1'")
+    info = registry.get("t1")
+    assert info is not None and (info.title, info.customer) == ("x'00FF'", "x'00FF'")
 
 
 def _columns(path: Path, table: str) -> tuple[str, ...]:
