@@ -32,6 +32,7 @@ from tests.test_tui_helpers import (
     GatedModel,
     ProviderDownModel,
     audit_kinds,
+    begin_conversation,
     frame_text,
     instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
@@ -546,14 +547,6 @@ async def test_correction_loop_is_shown(tmp_path: Path) -> None:
         assert app.engine is not None
         stored = [line.text for line in app.engine.transcript("t-test") if line.role == "note"]
         assert stored == shown[1:]
-
-
-async def begin_conversation(tmp_path: Path, thread_id: str, customer: str | None) -> None:
-    """`thread_id` asks "Where is ORD-002?" for `customer`, in an app that then quits."""
-    first = make_app(tmp_path, thread_id=thread_id, customer=customer)
-    async with first.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await send(pilot, "Where is ORD-002?")
 
 
 async def test_customer_of_a_stored_thread_wins(tmp_path: Path) -> None:

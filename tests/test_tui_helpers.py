@@ -141,6 +141,14 @@ async def send(pilot: Pilot[Any], text: str, *, wait: bool = True) -> None:
         await settle(pilot)
 
 
+async def begin_conversation(tmp_path: Path, thread_id: str, customer: str | None) -> None:
+    """`thread_id` asks "Where is ORD-002?" for `customer`, in an app that then quits."""
+    first = make_app(tmp_path, thread_id=thread_id, customer=customer)
+    async with first.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?")
+
+
 def visible_text(widget: Any) -> str:
     rendered = widget.render()
     return rendered.plain if isinstance(rendered, Content) else str(rendered)

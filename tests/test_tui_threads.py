@@ -31,6 +31,7 @@ from tests.test_tui_chat import contrast
 from tests.test_tui_helpers import (
     SIZE,
     GatedModel,
+    begin_conversation,
     frame_text,
     instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
@@ -517,10 +518,7 @@ async def test_a_conversation_whose_stored_state_is_damaged_says_so_and_the_app_
 async def test_an_emptied_audit_log_is_named_and_the_viewer_does_not_fill_it_anew(
     tmp_path: Path,
 ) -> None:
-    first = make_app(tmp_path, thread_id="t-kept", customer="Sam")
-    async with first.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await send(pilot, "Where is ORD-002?")
+    await begin_conversation(tmp_path, "t-kept", "Sam")
     path = tmp_path / "audit.sqlite"
     path.write_bytes(b"")
     for suffix in ("-wal", "-shm"):
