@@ -120,7 +120,9 @@ class ShopBotEngine:
         self._guard = TurnGuard(self.threads, owner=f"{os.getpid()}:{id(self)}")
         self.graph = build_graph(self.model, self._saver)
         self._stored = StoredThreads(self.graph, self.shop, self.settings)
-        self._recovery = TurnRecovery(self._stored, self.threads, self._guard, self._recorder)
+        self._recovery = TurnRecovery(
+            self._stored, self.threads, self._guard, self._recorder, self._audit_log
+        )
         try:
             await self._recovery.close_abandoned_turns()
         except Exception:  # the next turn on such a thread closes it just as well

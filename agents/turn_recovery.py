@@ -3,10 +3,12 @@ process that died — noticed, said in the transcript and closed, so nothing is 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from langchain_core.messages import AIMessage
 
+from agents.audit_log import AuditLog, AuditQuery
 from agents.audit_writer import AuditWriter
 from agents.events import ApprovalRequest
 from agents.replies import TURN_CUT_NOTE, TURN_STOPPED_NOTE
@@ -19,6 +21,9 @@ from agents.turn_guard import TurnGuard
 
 log = logging.getLogger("shopbot.engine")
 
+# The audit trail of a decision asked for: the last of these says whether one is open.
+_APPROVAL_KINDS = ("approval_requested", "approval_decided", "approval_withdrawn")
+
 
 class TurnRecovery:
     def __init__(
@@ -27,11 +32,13 @@ class TurnRecovery:
         threads: ThreadRegistry,
         guard: TurnGuard,
         recorder: AuditWriter,
+        audit: AuditLog,
     ) -> None:
         self._stored = stored
         self._threads = threads
         self._guard = guard
         self._recorder = recorder
+        self._audit = audit
 
     async def close_abandoned_turns(self) -> None:
         """A turn whose process died (killed, a power cut) left its thread "answering": say
@@ -52,7 +59,9 @@ class TurnRecovery:
                     state = await self._stored.snapshot(info.thread_id)
                     if self._stored.pending(info.thread_id, state):
                         self._threads.update(info.thread_id, status="awaiting_approval")
-                    elif status == "answering":
+                        continue
+                    await self._withdraw_unsaved_question(info.thread_id, active_in(state))
+                    if status == "answering":
                         self._threads.append_line(info.thread_id, "note", TURN_CUT_NOTE)
                         self._threads.update(info.thread_id, status="error")
                 except StorageError:  # (a thread that cannot be read says so when opened)
@@ -74,6 +83,7 @@ class TurnRecovery:
         state = await self._stored.snapshot(thread_id)
         pending = self._stored.pending(thread_id, state)
         if pending is None and info is not None:
+            await self._withdraw_unsaved_question(thread_id, active_in(state))
             # The last turn was cut off (closed, or the process died): its completed steps
             # were saved, and a hand-off among them ends the history on a tool answer; or,
             # killed before its run saved anything, the model never got its message.
@@ -84,6 +94,27 @@ class TurnRecovery:
             if lost and info.status == "answering":  # (a cut-off turn is noted already)
                 self._threads.append_line(thread_id, "note", TURN_CUT_NOTE)
         return active_in(state), pending
+
+    async def _withdraw_unsaved_question(self, thread_id: str, agent: str) -> None:
+        """A turn cut off (the app closed, the process killed) after it asked for a decision
+        but before the question was saved left `approval_requested` the last word in the
+        audit log, while nothing waits: say that nobody can answer it."""
+
+        def last_word() -> str | None:
+            self._recorder.flush()  # (this process's own events, a withdrawal among them)
+            query = AuditQuery(thread_id=thread_id, kinds=_APPROVAL_KINDS)
+            events = self._audit.page(query, limit=1)
+            return events[0].kind if events else None
+
+        if await asyncio.to_thread(last_word) == "approval_requested":
+            self._recorder.append(
+                "approval_withdrawn",
+                thread_id=thread_id,
+                agent=agent,
+                detail={
+                    "reason": "the turn that asked it was cut off before its question was saved"
+                },
+            )
 
     def _cut_note(self, info: ThreadInfo) -> str:
         """What the model is told of a turn that did not finish: that a person stopped it,

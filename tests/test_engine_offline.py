@@ -1004,6 +1004,43 @@ async def test_a_question_asked_but_never_saved_is_withdrawn_in_the_audit_log(
         assert kinds(audit_of(engine, "p1")).count("approval_withdrawn") == 1
 
 
+async def test_a_question_cut_off_before_it_was_saved_is_withdrawn_at_the_next_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app closed while the run that asked for an approval was saving (the store busy):
+    the next start finds nothing waiting and says so in the audit log, once."""
+    async with open_engine(tmp_path) as engine:
+        saver = engine._saver
+        save = saver.aput
+        never = asyncio.Event()
+
+        async def stuck(config: Any, *args: Any, **kwargs: Any) -> Any:
+            if config["configurable"].get("checkpoint_ns") == "":
+                await never.wait()  # the run's own save, as it stops
+            return await save(config, *args, **kwargs)
+
+        monkeypatch.setattr(saver, "aput", stuck)
+        turn = asyncio.create_task(
+            say(engine, "cut", "I want a refund for ORD-005, the speaker crackles", "Sam")
+        )
+        await wait_for(lambda: "approval_requested" in kinds(audit_of(engine, "cut")))
+        turn.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await turn
+        monkeypatch.undo()
+    for _ in range(2):  # started twice: said once
+        async with open_engine(tmp_path) as engine:
+            events = kinds(audit_of(engine, "cut"))
+            assert events.count("approval_withdrawn") == 1
+            assert events.index("approval_withdrawn") > events.index("approval_requested")
+            with pytest.raises(NothingPending):
+                await decide(engine, "cut", "approve")
+    async with open_engine(tmp_path) as engine:
+        again = await say(engine, "cut", "Please refund ORD-005, the speaker crackles", "Sam")
+        assert again.result.status == "awaiting_approval"
+        assert kinds(audit_of(engine, "cut")).count("approval_withdrawn") == 1
+
+
 async def test_no_stop_while_an_approved_refund_is_paid_and_recorded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
