@@ -53,9 +53,18 @@ class Drafts:
         self._typed.pop(old, None)
         empty, self._empty, self._carried_to = self._empty, False, None
         # (A message going out from `old` makes it started, though not yet accepted.)
-        if empty and old not in self._chat.busy and not self._typed.get(new):
-            self._typed[new] = text  # nobody's yet: it goes along
-            self._carried_to = new
+        if empty and old not in self._chat.busy:
+            # Nobody's yet: it goes along, after what `new` has. Typed there this session,
+            # that is known now; else its stored draft comes first when read (`loaded`).
+            own = self._typed.get(new, "")
+            if not own:
+                self._typed[new] = text
+                self._carried_to = new
+                return
+            self._typed[new] = merged = f"{own} {text}" if text.strip() else own
+            box.value = merged
+            box.cursor_position = len(merged)
+            self._save(new, merged)
             return
         self._typed[old] = text
         self._save(old, text)

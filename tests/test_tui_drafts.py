@@ -172,6 +172,23 @@ async def test_text_going_along_keeps_the_draft_already_there(tmp_path: Path) ->
         assert box(pilot) == "kept draft any news?"  # it was written over, and lost
 
 
+async def test_text_going_along_keeps_a_draft_typed_there_this_session(tmp_path: Path) -> None:
+    await left_earlier(tmp_path, "t-old", sent="Where is ORD-002?")
+    app = make_app(tmp_path, thread_id="t-old", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await type_text(pilot, "sam text")
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        await type_text(pilot, "typed in new")
+        await open_from_list(pilot, "t-old")
+        assert box(pilot) == "sam text typed in new"  # the new one's text was lost
+    again = make_app(tmp_path, thread_id="t-old", customer="Sam")
+    async with again.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert box(pilot) == "sam text typed in new"
+
+
 async def test_a_new_conversations_draft_is_in_the_next_new_conversation(tmp_path: Path) -> None:
     app = make_app(tmp_path, thread_id=None, customer="Sam")  # a new conversation, as usual
     async with app.run_test(size=SIZE) as pilot:
