@@ -9,12 +9,17 @@ from pathlib import Path
 
 from agents.facade import AGENT_TITLES, ChatLine, ThreadInfo, visible
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+# Punctuation that makes Markdown anywhere in a line (`&` an entity: "&copy;" read as ©).
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~&])")
+# And at a line's start: a list item ("- ", "1. "; "+" and ")" are escaped above), a rule
+# ("---") or, under another line of the same quote, a heading's underline ("===").
+_LINE_START = re.compile(r"^(\s*)(=|-(?=[\s-]|$)|\d{1,9}\.(?=\s|$))", re.MULTILINE)
 
 
 def escape_markdown(text: str) -> str:
     """Customer text and notes read literally in any Markdown viewer."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", visible(text))
+    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", visible(text))
+    return _LINE_START.sub(lambda m: f"{m[1]}{m[2][:-1]}\\{m[2][-1]}", escaped)
 
 
 def transcript_markdown(

@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import datetime
 
 import pytest
+from markdown_it import MarkdownIt
 from textual.message import Message
 from textual.widget import Widget
 from textual.worker import Worker, WorkerState
@@ -198,6 +199,44 @@ def test_export_quotes_customer_text_literally() -> None:
     assert "*→ handed to Refund agent*" in text
     assert "**Refund agent:**\n\nHere is **ORD-001**." in text
     assert "- Exported: 2025-01-02T03:04:05" in text
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "1. first - second &amp; &copy; &lt;b&gt;",
+        "- Where is ORD-005?",
+        "line one\n===",
+        "line one\n---",
+        "  10. tenth",
+        "**bold** [link](http://x.example) `code` <img src=x> ~~gone~~ | a | b |",
+    ],
+)
+def test_an_exported_message_renders_as_the_customer_typed_it(typed: str) -> None:
+    """Read in a Markdown viewer (CommonMark), each quoted line is the text typed: no list,
+    rule, heading, entity, link or emphasis of the customer's making."""
+    info = ThreadInfo("t-1", "Sam", "x", "2025-01-01T00:00:00Z", "", "order_agent", "idle", 1)
+    line = ChatLine(1, "t-1", "", "customer", typed, None)
+    text = transcript_markdown("t-1", info, [line], exported_at=None)
+    quote = text[text.index("**Sam:**") :]
+    tokens = MarkdownIt().parse(quote)
+    kinds = {token.type for token in tokens}
+    assert kinds <= {
+        "paragraph_open",
+        "paragraph_close",
+        "inline",
+        "blockquote_open",
+        "blockquote_close",
+    }, kinds
+    shown = [token for token in tokens if token.type == "inline"][1:]  # after "Sam:"
+    assert all(
+        child.type in ("text", "softbreak") for token in shown for child in token.children or []
+    )
+    rendered = "\n".join(
+        "".join(c.content if c.type == "text" else "\n" for c in token.children or [])
+        for token in shown
+    )
+    assert rendered == typed.strip()
 
 
 def test_new_thread_ids_are_valid_and_distinct() -> None:
