@@ -3,6 +3,7 @@ the approval modal (one at a time), and answered by resuming the graph as a turn
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from agents.facade import Reviewer
@@ -10,6 +11,8 @@ from shopbot_tui.widgets.side_panel import step_text
 
 # The side panel's step while another process (a window, `shopbot`) answers on the thread.
 ANSWERING_ELSEWHERE = "answering in another window"
+
+log = logging.getLogger("shopbot.tui")
 
 if TYPE_CHECKING:
     from agents.facade import ApprovalRequest
@@ -33,6 +36,8 @@ class ApprovalFlow:
         # The approval dialog open or about to open (it is pushed after the next refresh):
         # the app says every notification in it meanwhile (ShopBotApp.notify).
         self.dialog: ApprovalScreen | None = None
+        # A dialog closed because its request was answered elsewhere: nothing to say of it.
+        self._withdrawn: ApprovalScreen | None = None
 
     def wait_for(
         self,
@@ -78,7 +83,9 @@ class ApprovalFlow:
             self.dialog = None
             if modal.typed:
                 self._keep_typed(modal.typed)
-            if decision is None:
+            if modal is self._withdrawn:
+                self._withdrawn = None
+            elif decision is None:
                 chat.notices.decision_still_pending()
             elif request.thread_id in chat.busy:
                 chat.notices.decision_not_sent(request.thread_id)
@@ -98,6 +105,29 @@ class ApprovalFlow:
         # After the chat's next refresh: what led to the question is painted behind it
         # (a screen under a modal is not laid out again).
         chat.call_after_refresh(chat.app.push_screen, modal, decided)
+
+    async def check_answered_elsewhere(self) -> None:
+        """The registry no longer lists the open thread as waiting: if the decision shown
+        was answered elsewhere (another window, `shopbot resume`), its dialog closes and the
+        thread is shown as it is now, instead of offering a question nobody can answer."""
+        chat = self._chat
+        asked, thread_id, engine = chat.pending, chat.thread_id, chat.engine
+        if asked is None or engine is None or thread_id in chat.busy:
+            return
+        try:
+            now = await engine.pending_approval(thread_id)
+        except Exception:  # (said where it matters: when the thread is opened again)
+            log.exception("reading the decision %s waits for failed", thread_id)
+            return
+        if chat.pending is not asked or chat.thread_id != thread_id or thread_id in chat.busy:
+            return  # moved on meanwhile
+        if now is not None and now.request_id == asked.request_id:
+            return
+        if (dialog := self.dialog) is not None:
+            self._withdrawn = dialog
+            dialog.dismiss(None)
+        chat.notices.decided_elsewhere()
+        await chat.open_thread(thread_id, chat.customer)
 
     def _keep_typed(self, typed: str) -> None:
         """What the person typed as the modal opened goes back into the message box."""

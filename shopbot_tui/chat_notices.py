@@ -213,6 +213,14 @@ class ChatNotices:
         """The turn ended: a "retrying in 8 s" notice still up would say something untrue."""
         withdraw_toasts(self._screen.app, RETRYING_TITLE)
 
+    def decided_elsewhere(self) -> None:
+        self._screen.notify(
+            "The decision this conversation waited for was answered in another window or by "
+            "`shopbot resume`. The conversation is shown as it is now.",
+            severity="warning",
+            markup=False,
+        )
+
     def decision_still_pending(self) -> None:
         now = monotonic()
         if now - self._pending_said_at < self._screen.app.NOTIFICATION_TIMEOUT:

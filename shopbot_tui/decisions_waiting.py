@@ -126,6 +126,10 @@ class DecisionsWaiting:
             for info in message.threads
             if info.thread_id != chat.thread_id and info.thread_id not in chat.busy
         ]
+        listed = {info.thread_id for info in message.threads}
+        if chat.pending is not None and chat.thread_id not in listed:
+            # Shown waiting, listed no more: answered elsewhere, perhaps (it is read to see).
+            await chat.approvals.check_answered_elsewhere()
         chat.panel.show_waiting(len(self.elsewhere))
         here = [e for e in message.escalations if e.thread_id == chat.thread_id]
         chat.escalation = here[0] if here else None

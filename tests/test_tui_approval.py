@@ -374,6 +374,37 @@ async def test_decision_taken_elsewhere_is_refused_and_the_thread_reloads(tmp_pa
         assert "refund_processed" not in audit_kinds(app, "t-test")
 
 
+@pytest.mark.parametrize("dialog_open", [True, False], ids=["dialog open", "decide later"])
+async def test_a_decision_answered_elsewhere_is_not_offered_any_more(
+    tmp_path: Path, dialog_open: bool
+) -> None:
+    """Seen at the next look at the registry (every few seconds): the dialog closes, or
+    ctrl+r no longer opens it, and the conversation shows the decision taken."""
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, REFUND)
+        assert isinstance(app.screen, ApprovalScreen)
+        if not dialog_open:
+            await pilot.press("escape")
+            await settle(pilot)
+        assert app.engine is not None
+        app.notices.clear()
+        await app.engine.decide("t-test", "reject")  # as `shopbot resume t-test reject` would
+        app.chat.waiting.look()  # (what the app does every few seconds)
+        await wait_until(pilot, lambda: app.chat.pending is None, "the decision is gone")
+        await settle(pilot)
+        assert not isinstance(app.screen, ApprovalScreen)
+        said = list(iter_notices(app, "warning"))
+        assert any("answered in another window" in notice for notice in said), said
+        assert not any("still pending" in notice for _, _, notice in app.notices)
+        assert f"decision: reject, by {login_name()} (ShopBot's engine)" in notes(app)
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert not isinstance(app.screen, ApprovalScreen)
+        assert "refund_processed" not in audit_kinds(app, "t-test")
+
+
 @pytest.mark.parametrize("size", [(80, 24), (70, 20)])
 @pytest.mark.parametrize("text", [REFUND, COMPLAINT])
 async def test_every_option_shows_in_a_small_terminal(
