@@ -460,6 +460,11 @@ async def test_angry_complaint_is_reviewed(tmp_path: Path) -> None:
         assert thanks.result.status == "done"
         assert kinds(audit_of(engine, "c1")).count("approval_requested") == 1
         assert_mistral_valid(await history(engine, "c1"))
+        # Escalated, it is passed on, not "handled", right under "escalated to a human".
+        await say(engine, "c2", text, "Alex")
+        await decide(engine, "c2", "escalate_to_senior")
+        notes = [line.text for line in engine.transcript("c2") if line.role == "note"]
+        assert notes[-1] == "→ handed to Order agent (complaint passed on)"
 
 
 async def test_calm_complaint_gets_an_empathetic_answer_without_review(tmp_path: Path) -> None:

@@ -66,6 +66,14 @@ CASES = (
         agent="order_agent",
     ),
     Case(
+        "cancelling an order cancelled already says so, and offers no refund once delivered",
+        "Alex",
+        ("Can I cancel ORD-007?",),
+        present=("can't cancel", "Cancelled", "already been cancelled"),
+        absent=("Once it is delivered",),
+        tools=(("lookup_order", "ORD-007"),),
+    ),
+    Case(
         "cancelling a delivered order offers the refund straight away",
         "Alex",
         ("please cancel ORD-001",),

@@ -65,10 +65,15 @@ def refund_policy() -> str:
     )
 
 
+AFTER_CANCEL_CANCELLED = "It has already been cancelled: there is nothing left to cancel."
+
+
 def cannot_cancel(status: str) -> str:
     """What to say after looking up an order a customer wanted to cancel."""
     if status == REFUNDABLE_STATUS:
         return AFTER_CANCEL_DELIVERED
+    if status.casefold() == "cancelled":
+        return AFTER_CANCEL_CANCELLED
     return AFTER_CANCEL_NOT_DELIVERED
 
 

@@ -210,7 +210,9 @@ def make_await_review(spec: SpecialistSpec) -> Any:
         _record_decision(spec, runtime, payload, decision)
         text = COMPLAINT_DECISIONS[decision]
         report(runtime, ReplyDone(agent=spec.name, text=text))
-        closed = close_complaint(runtime, spec.name)
+        # (Not "handled" after an escalation, just noted: a person takes it over.)
+        reason = "complaint passed on" if decision.startswith("escalate") else None
+        closed = close_complaint(runtime, spec.name, *([reason] if reason else []))
         return {"messages": [AIMessage(content=text)], "approval": None, **closed}
 
     return await_review

@@ -75,10 +75,12 @@ def make_stop_turn(spec: SpecialistSpec) -> Any:
     return stop_turn
 
 
-def close_complaint(runtime: Runtime[ShopContext], agent: str) -> dict[str, str]:
+def close_complaint(
+    runtime: Runtime[ShopContext], agent: str, reason: str = "complaint handled"
+) -> dict[str, str]:
     """A handled complaint goes back to first contact, so the next message is not read as a
-    new complaint (its extraction would find the old anger in the history and pause again)."""
-    reason = "complaint handled"
+    new complaint (its extraction would find the old anger in the history and pause again).
+    `reason`: how it was handled, as the hand-back's note says it."""
     report(
         runtime,
         HandedOff(source=agent, target=DEFAULT_AGENT, reason=reason),
