@@ -210,9 +210,10 @@ def make_await_review(spec: SpecialistSpec) -> Any:
         _record_decision(spec, runtime, payload, decision)
         text = COMPLAINT_DECISIONS[decision]
         report(runtime, ReplyDone(agent=spec.name, text=text))
-        # (Not "handled" after an escalation, just noted: a person takes it over.)
-        reason = "complaint passed on" if decision.startswith("escalate") else None
-        closed = close_complaint(runtime, spec.name, *([reason] if reason else []))
+        # (Not "handled" after an escalation: a person takes it over.)
+        escalated = decision.startswith("escalate")
+        reason = "complaint passed on" if escalated else "complaint handled"
+        closed = close_complaint(runtime, spec.name, reason)
         return {"messages": [AIMessage(content=text)], "approval": None, **closed}
 
     return await_review
