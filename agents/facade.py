@@ -13,20 +13,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from agents.errors import BusyElsewhere, InputError, NothingPending
+from agents.graph.replies import TURN_STOPPED_NOTE
 from agents.logging_setup import configure_logging
 from agents.names import AGENT_TITLES, AGENTS, DEFAULT_AGENT, STEP_LABELS, Step
-from agents.redaction import redact
-from agents.replies import TURN_STOPPED_NOTE
 from agents.reviewer import Reviewer
-from agents.settings import OFFLINE_MODEL_LABEL, Settings
-from agents.sqlite_store import StorageError, is_busy
-from agents.store_damage import (
-    diagnose_storage,
-    failure_text,
-    file_failure_text,
-    refuse_emptied,
-)
-from agents.text_safety import (
+from agents.safety.redaction import redact
+from agents.safety.text import (
     MAX_ERROR_CHARS,
     MessageRejected,
     person_name,
@@ -36,14 +28,20 @@ from agents.text_safety import (
     visible,
     visible_line,
 )
-from agents.thread_registry import ChatLine, ThreadInfo, ThreadRegistry, validate_thread_id
+from agents.settings import OFFLINE_MODEL_LABEL, Settings
+from agents.store.damage import (
+    diagnose_storage,
+    failure_text,
+    file_failure_text,
+    refuse_emptied,
+)
+from agents.store.sqlite import StorageError, is_busy
+from agents.store.threads import ChatLine, ThreadInfo, ThreadRegistry, validate_thread_id
 
 if TYPE_CHECKING:
-    from agents.audit_log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery, normalise_ts
-    from agents.audit_log import MAX_PAGE as MAX_AUDIT_PAGE
-    from agents.decision_history import earlier_decision
-    from agents.engine import ShopBotEngine
-    from agents.escalation_queue import Escalation, escalation_handled_note, mark_handled
+    from agents.audit.decisions import earlier_decision
+    from agents.audit.log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery, normalise_ts
+    from agents.audit.log import MAX_PAGE as MAX_AUDIT_PAGE
     from agents.events import (
         AgentChanged,
         ApprovalRequest,
@@ -60,19 +58,21 @@ if TYPE_CHECKING:
         outcome,
         retry_notice,
     )
+    from agents.runner.engine import ShopBotEngine
+    from agents.store.escalations import Escalation, escalation_handled_note, mark_handled
 
 # Imported on first use: the events' and the audit log's dataclasses take 20-40 ms to create,
 # and the first frame needs none of them. A front that starts before its engine names them
 # only for types (TYPE_CHECKING) or reads them when it uses them (`facade.outcome(...)`);
-# tests/test_tui_chat.py checks that `shopbot`'s modules load none of them.
+# tests/tui/test_tui_chat.py checks that `shopbot`'s modules load none of them.
 _ON_FIRST_USE = {
     **dict.fromkeys(
         ("AUDIT_KINDS", "MAX_AUDIT_PAGE", "AuditEvent", "AuditLog", "AuditQuery", "normalise_ts"),
-        "agents.audit_log",
+        "agents.audit.log",
     ),
-    "earlier_decision": "agents.decision_history",
+    "earlier_decision": "agents.audit.decisions",
     **dict.fromkeys(
-        ("Escalation", "escalation_handled_note", "mark_handled"), "agents.escalation_queue"
+        ("Escalation", "escalation_handled_note", "mark_handled"), "agents.store.escalations"
     ),
     **dict.fromkeys(
         (
@@ -102,7 +102,7 @@ _NAMED_THERE = {"MAX_AUDIT_PAGE": "MAX_PAGE"}
 
 def load_engine() -> type[ShopBotEngine]:
     """The engine class, importing LangChain and LangGraph if that has not happened yet."""
-    from agents.engine import ShopBotEngine
+    from agents.runner.engine import ShopBotEngine
 
     return ShopBotEngine
 

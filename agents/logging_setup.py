@@ -6,8 +6,8 @@ import logging
 import sys
 from pathlib import Path
 
-from agents.redaction import redact
-from agents.sqlite_store import StorageError
+from agents.safety.redaction import redact
+from agents.store.sqlite import StorageError
 
 LOG_FILE = "shopbot.log"
 

@@ -27,12 +27,12 @@ from agents.facade import (
     person_name,
     validate_thread_id,
 )
+from shopbot_tui.chat.messages import EngineFailed, EngineReady
+from shopbot_tui.chat.screen import ChatScreen
 from shopbot_tui.collector import resume_after_start_up, resume_collecting
 from shopbot_tui.commands import ShopBotCommands
 from shopbot_tui.ids import new_thread_id
-from shopbot_tui.messages import EngineFailed, EngineReady
 from shopbot_tui.preferences import Preferences, PreferencesFile, PreferencesUnreadable
-from shopbot_tui.screens.chat import ChatScreen
 from shopbot_tui.widgets.conversation import prepare_markdown
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class ShopBotApp(App[int]):
     TITLE = "ShopBot"
     # The chat screen's stylesheet, here: Textual loads a screen's own CSS_PATH only when the
     # screen is pushed, and the chat is the default screen (see get_default_screen).
-    CSS_PATH = Path(__file__).parent / "screens" / "chat.tcss"  # also for subclasses elsewhere
+    CSS_PATH = Path(__file__).parent / "chat" / "chat.tcss"  # also for subclasses elsewhere
     # Every screen's toasts, in a small terminal (see on_resize).
     CSS = """
     ShopBotApp.-small Toast {

@@ -10,7 +10,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.markup import escape
 
-from shopbot_tui.screens.chat import ChatScreen
+from shopbot_tui.chat.screen import ChatScreen
 
 Command = tuple[str, str, Callable[[], Any]]
 

@@ -10,6 +10,6 @@ from shopbot_tui.collector import pause_for_start_up
 
 def main() -> int:
     pause_for_start_up()
-    from shopbot_tui.cli import main as run_command_line
+    from shopbot_tui.cli.main import main as run_command_line
 
     return run_command_line()

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from shopbot_tui.newest_wins import NewestWins
+from shopbot_tui.chat.newest_wins import NewestWins
 
 log = logging.getLogger("shopbot.tui")
 FILE_NAME = "preferences.json"

@@ -1,6 +1,6 @@
 """The conversation: customer messages, streamed Markdown replies and quiet system lines.
 
-Customer and model text is untrusted: it goes through `agents.text_safety.visible` (escape
+Customer and model text is untrusted: it goes through `agents.safety.text.visible` (escape
 sequences become visible signs) and into `Content` or Rich's Markdown (which keeps text as
 text), never into console markup.
 """

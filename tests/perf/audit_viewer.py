@@ -22,15 +22,15 @@ from typing import Any
 
 from textual.app import App
 
-from agents.audit_log import AuditLog
-from shopbot_tui.audit_connections import AuditConnections
+from agents.audit.log import AuditLog
+from shopbot_tui.audit.connections import AuditConnections
 from shopbot_tui.collector import set_aside_long_lived
 from tests.perf.common import Progress, Row, spread, temp_home
 from tests.perf.textual_support import install_frame_clock, wait_until
 
 OPEN_TARGET_MS = 300.0
 FILTER_TARGET_MS = 100.0
-VIEWER_MODULE = "shopbot_tui.screens.audit_viewer"
+VIEWER_MODULE = "shopbot_tui.audit.screen"
 TERMINAL = (120, 40)
 CUSTOMERS = ("Alex", "Sam", "Jordan")
 REASONS = (
@@ -168,7 +168,7 @@ def build_log(path: Path, total: int) -> int:
 
 class ViewerHost(App[None]):
     """A bare app to open the viewer on, keeping the viewer's connections between openings
-    as ShopBot's chat does (shopbot_tui.audit_connections)."""
+    as ShopBot's chat does (shopbot_tui.audit.connections)."""
 
 
 def _counted(screen: Any) -> bool:

@@ -35,18 +35,18 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from agents.audit_log import AuditLog, AuditQuery
-from agents.context import RetryBudget, ShopContext
+from agents.audit.log import AuditLog, AuditQuery
 from agents.facade import ShopBotEngine
+from agents.graph.context import RetryBudget, ShopContext
+from agents.graph.specialists.build import build_specialist
+from agents.graph.specialists.roster import SPECIALISTS
+from agents.graph.specialists.spec import RECURSION_LIMIT, SpecialistSpec
+from agents.graph.state import ShopState
 from agents.names import AGENTS
 from agents.settings import Settings
-from agents.shop_data import ShopData
-from agents.specialists.build import build_specialist
-from agents.specialists.roster import SPECIALISTS
-from agents.specialists.spec import RECURSION_LIMIT, SpecialistSpec
-from agents.state import ShopState
-from tests.fakes.scripted_model import Request, ScriptedChatModel, call, extract, say
+from agents.store.shop import ShopData
 from tests.perf.common import Progress, Row, median, temp_home
+from tests.support.scripted_model import Request, ScriptedChatModel, call, extract, say
 
 SECTION = "calls"
 
@@ -546,8 +546,8 @@ async def measure(quick: bool, progress: Progress) -> tuple[list[Row], dict[str,
 
 def handoff_schema_tokens() -> int:
     """What the two `transfer_to_*` tool schemas add to every answering call (chars/4)."""
-    from agents.offline.local_model import estimate_tokens
-    from agents.specialists.answering import tool_schemas
+    from agents.graph.specialists.answering import tool_schemas
+    from agents.models.offline.local_model import estimate_tokens
 
     return estimate_tokens(json.dumps(tool_schemas(SPECIALISTS[0].handoff_tools)))
 

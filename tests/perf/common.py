@@ -20,8 +20,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import PrivateAttr
 
-from agents.offline.demo_model import OfflineDemoModel
-from agents.reply_streaming import wants_stream
+from agents.models.offline.demo_model import OfflineDemoModel
+from agents.models.streaming import wants_stream
 
 Compare = Literal["<=", ">="]
 

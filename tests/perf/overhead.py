@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.audit_log import AuditQuery
-from agents.engine import PRUNE_EVERY
+from agents.audit.log import AuditQuery
 from agents.facade import ShopBotEngine
+from agents.runner.engine import PRUNE_EVERY
 from agents.settings import Settings
 from tests.perf.common import Progress, Row, TimedDemoModel, spread, temp_home
 

@@ -36,8 +36,8 @@ from pydantic import PrivateAttr
 from textual import events
 
 from agents.facade import ShopBotEngine
-from agents.offline.demo_model import OfflineDemoModel
-from agents.offline.local_model import estimate_tokens
+from agents.models.offline.demo_model import OfflineDemoModel
+from agents.models.offline.local_model import estimate_tokens
 from agents.settings import Settings
 from tests.perf.common import Progress, Row, spread, temp_home
 from tests.perf.textual_support import FrameClock, LoopLag, install_frame_clock, wait_until
@@ -116,7 +116,7 @@ def stuck_state(app: Any) -> str:
 
 
 def _pieces(text: str) -> list[str]:
-    from agents.offline.local_model import _WORDS
+    from agents.models.offline.local_model import _WORDS
 
     return list(_WORDS.findall(text))
 

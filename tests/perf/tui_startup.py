@@ -33,7 +33,7 @@ from typing import Any  # noqa: E402
 
 
 async def run(t0: float, home: Path) -> dict[str, Any]:
-    import shopbot_tui.cli  # noqa: F401 - `shopbot` reads its command line first (launch.py)
+    import shopbot_tui.cli.main  # noqa: F401 - `shopbot` reads its command line first (launch.py)
     from agents.settings import Settings
     from shopbot_tui.app import ShopBotApp
     from tests.perf.textual_support import install_frame_clock, wait_until

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.audit_log import AuditLog
-from agents.thread_registry import ThreadRegistry
+from agents.audit.log import AuditLog
+from agents.store.threads import ThreadRegistry
 from tests.perf.audit_viewer import build_log
 from tests.perf.common import Progress, Row, temp_home
 

@@ -1,0 +1,91 @@
+"""The parent graph: no supervisor, no routing call. Each customer message goes to the active
+specialist, which answers or hands off with `Command(graph=Command.PARENT)`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from agents.events import StepChanged
+from agents.graph.context import ShopContext
+from agents.graph.history import text_of
+from agents.graph.reporting import report
+from agents.graph.specialists.build import build_specialist
+from agents.graph.specialists.roster import SPECIALISTS
+from agents.graph.state import ShopState
+from agents.graph.summary import removals, summary_cut, summary_request
+from agents.models.provider import call_model
+from agents.names import AGENTS, DEFAULT_AGENT
+from agents.safety.redaction import redact
+
+
+def make_summarise(model: BaseChatModel) -> Any:
+    async def summarise(state: ShopState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
+        """Fold the older part of a long history into `summary` before the turn starts."""
+        messages = state["messages"]
+        cut = summary_cut(messages)
+        agent = active_agent(state)
+        report(runtime, StepChanged(agent=agent, step="summarising"))
+        facts = {
+            "customer": runtime.context.customer or "",
+            "order": state.get("order_id", ""),
+            "category": state.get("ticket_category", ""),
+        }
+        request = summary_request(messages[:cut], state.get("summary", ""), facts)
+        reply = await call_model(model, request, runtime, agent=agent)
+        # The summary is state, read by every later call: no key the model repeats in it.
+        summary = redact(text_of(reply).strip())
+        report(
+            runtime,
+            kind="summarised",
+            agent=agent,
+            detail={
+                "removed": cut,
+                "kept": len(messages) - cut,
+                "summary": summary,
+            },
+        )
+        return {"summary": summary, "messages": removals(messages[:cut])}
+
+    return summarise
+
+
+def active_agent(state: ShopState) -> str:
+    agent = state.get("active_agent") or DEFAULT_AGENT
+    return agent if agent in AGENTS else DEFAULT_AGENT
+
+
+# The routers are coroutines though they only read the state: LangGraph hands a plain
+# function to a worker thread, a hop that costs more than the routing itself.
+
+
+async def route_to_active(state: ShopState) -> str:
+    return active_agent(state)
+
+
+async def route_turn(state: ShopState) -> str:
+    """A new message goes to the active specialist, after a summary if the history is long.
+    (No node runs otherwise: the facade's input itself resets the per-turn hand-off count.)"""
+    return "summarise" if summary_cut(state["messages"]) else active_agent(state)
+
+
+async def end_turn(state: ShopState) -> dict[str, Any]:
+    """Never routed to: `update_state(as_node="end_turn")` closes a turn that was cut short."""
+    return {}
+
+
+def build_graph(model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any] | None) -> Any:
+    graph = StateGraph(ShopState, context_schema=ShopContext)
+    graph.add_node("summarise", make_summarise(model))
+    for spec in SPECIALISTS:
+        others = tuple(agent for agent in AGENTS if agent != spec.name)
+        graph.add_node(spec.name, build_specialist(spec, model), destinations=others)
+    graph.add_node("end_turn", end_turn)
+    graph.add_conditional_edges(START, route_turn, ["summarise", *AGENTS])
+    graph.add_conditional_edges("summarise", route_to_active, list(AGENTS))
+    graph.add_edge("end_turn", END)
+    return graph.compile(checkpointer=checkpointer, name="shopbot")

@@ -1,0 +1,27 @@
+"""One call records a decision in the audit log and tells the UI about it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from agents.events import EngineEvent
+from agents.graph.context import ShopContext
+
+
+def report(
+    runtime: Runtime[ShopContext],
+    event: EngineEvent | None = None,
+    *,
+    kind: str | None = None,
+    agent: str | None = None,
+    detail: Mapping[str, Any] | None = None,
+) -> None:
+    """Append an audit event of `kind` (if given) and stream `event` (if given) to the fronts."""
+    if kind is not None:
+        context = runtime.context
+        context.audit.append(kind, thread_id=context.thread_id, agent=agent, detail=detail)
+    if event is not None:
+        runtime.stream_writer(event)

@@ -1,0 +1,102 @@
+"""The answering call: the specialist talks to the customer or asks for a tool."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, SystemMessage, message_chunk_to_message
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+from langgraph.types import StreamWriter
+
+from agents.events import ReplyDone, StepChanged, TokenDelta
+from agents.graph.context import ShopContext
+from agents.graph.history import storable_reply, text_of, without_handoffs
+from agents.graph.other_orders import other_orders_in_turn
+from agents.graph.prompts import specialist_prompt
+from agents.graph.reporting import report
+from agents.graph.specialists.endings import close_complaint
+from agents.graph.specialists.spec import SpecialistSpec
+from agents.graph.state import SpecialistState
+from agents.models.provider import call_model
+
+# What we say when a model returns neither text nor a tool call: Mistral would reject an
+# empty assistant message in the next request, and the customer deserves an answer.
+EMPTY_REPLY_FALLBACK = "I'm sorry, I didn't quite catch that. Could you tell me a bit more?"
+
+
+def tool_schemas(tools: Sequence[BaseTool]) -> list[dict[str, Any]]:
+    """The tools as a request carries them. A description left empty (the hand-offs') is left
+    out, as Mistral's API allows, rather than sent as "" in every answering call."""
+    schemas = [convert_to_openai_tool(tool) for tool in tools]
+    for schema in schemas:
+        if not schema["function"].get("description"):
+            schema["function"].pop("description", None)
+    return schemas
+
+
+def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
+    answering_model = model.bind_tools(tool_schemas(spec.tools), parallel_tool_calls=False)
+
+    async def respond(state: SpecialistState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
+        report(runtime, StepChanged(agent=spec.name, step="answering"))
+        # A gate verdict with no tool call to carry it (complaints) reaches the model here.
+        guidance = state.get("gate_error") if spec.extract_first else None
+        system = specialist_prompt(
+            spec.name,
+            customer=runtime.context.customer,
+            summary=state.get("summary", ""),
+            validated=state.get("validated"),
+            guidance=guidance,
+        )
+        # Streamed through the custom stream (not LangGraph's "messages" mode, which hooks
+        # every runnable of the graph to find the few tokens a customer should see).
+        streamed = await call_model(
+            answering_model,
+            [SystemMessage(system), *without_handoffs(state["messages"])],
+            runtime,
+            agent=spec.name,
+            on_text=lambda piece: runtime.stream_writer(TokenDelta(spec.name, piece)),
+        )
+        reply = message_chunk_to_message(streamed)
+        assert isinstance(reply, AIMessage)
+        # (Redacted: a key the model repeats reaches no store, nor the text the screen keeps.)
+        reply = storable_reply(reply)
+        if not reply.tool_calls:
+            if not text_of(reply).strip():
+                reply = AIMessage(content=EMPTY_REPLY_FALLBACK, id=reply.id)
+            if spec.works_on_orders:
+                reply = naming_other_orders(reply, state, runtime.stream_writer, spec.name)
+            report(runtime, ReplyDone(agent=spec.name, text=text_of(reply)))
+            if spec.review == "complaint" and state.get("validated"):
+                return {"messages": [reply], **close_complaint(runtime, spec.name)}
+        return {"messages": [reply]}
+
+    return respond
+
+
+def naming_other_orders(
+    reply: AIMessage, state: SpecialistState, write: StreamWriter, agent: str
+) -> AIMessage:
+    """`reply` (a final one) ending with the sentence that names the orders the customer's
+    latest message named and this turn did not answer (see other_orders.py). The sentence is
+    streamed like the model's words, so the screen, the stored reply and `ReplyDone` agree."""
+    text = text_of(reply)
+    sentence = other_orders_in_turn(state, text)
+    if not sentence:
+        return reply
+    addition = f"\n\n{sentence}"
+    write(TokenDelta(agent, addition))
+    return reply.model_copy(update={"content": text + addition})
+
+
+async def route_after_respond(state: SpecialistState) -> str:
+    """A coroutine so that LangGraph awaits it rather than sending it to a worker thread."""
+    last = state["messages"][-1]
+    if isinstance(last, AIMessage) and last.tool_calls:
+        return "act"
+    return END

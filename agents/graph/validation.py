@@ -1,0 +1,153 @@
+"""Each specialist's chain of gates over what the model extracted, fed from the shop's records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.graph.context import ShopContext
+from gates import (
+    GateError,
+    GateResult,
+    clean_query_type,
+    validate_complaint,
+    validate_order_id,
+    validate_ownership,
+    validate_refund_request,
+)
+
+
+@dataclass(frozen=True)
+class GateCheck:
+    """One gate's verdict, as the audit log and the approval payload show it."""
+
+    gate: str
+    ok: bool
+    detail: str
+    codes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"gate": self.gate, "ok": self.ok, "detail": self.detail, "codes": list(self.codes)}
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """The chain's outcome: cleaned data when every gate passed, else the first failure."""
+
+    checks: tuple[GateCheck, ...]
+    cleaned: dict[str, Any] | None = None
+    error: GateError | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class _Chain:
+    """Runs gates in order, stopping at the first that fails."""
+
+    def __init__(self) -> None:
+        self.checks: list[GateCheck] = []
+
+    def run(self, gate: str, result: GateResult, passed_detail: str) -> dict[str, Any] | GateError:
+        ok, value = result
+        if ok and isinstance(value, dict):
+            self.checks.append(GateCheck(gate, True, passed_detail))
+            return value
+        assert isinstance(value, GateError)
+        self.checks.append(GateCheck(gate, False, str(value), value.codes))
+        return value
+
+    def fail(self, error: GateError) -> GateVerdict:
+        return GateVerdict(tuple(self.checks), error=error)
+
+    def succeed(self, cleaned: dict[str, Any], **facts: Any) -> GateVerdict:
+        return GateVerdict(tuple(self.checks), cleaned=cleaned, facts=facts)
+
+
+def _order_gates(
+    chain: _Chain, extracted: Mapping[str, Any], context: ShopContext, said: str
+) -> dict[str, Any] | GateError:
+    shop = context.shop
+    found = chain.run(
+        "order_id",
+        validate_order_id(extracted, shop.known_ids(), said),
+        f"order id {extracted.get('order_id')!r} is well-formed and exists",
+    )
+    if isinstance(found, GateError):
+        return found
+    order = shop.get_order(found["order_id"])
+    owned, error = validate_ownership(
+        found["order_id"], order.customer if order else None, context.customer, said
+    )
+    if not owned:
+        assert isinstance(error, GateError)
+        # Reported exactly as a missing order, under the same gate: a customer (or the
+        # screen behind their shoulder) must not learn that someone else's order exists.
+        # Only the audit code says "not owned".
+        chain.checks[-1] = GateCheck("order_id", False, str(error), error.codes)
+        return error
+    who = "order belongs to the customer" if context.customer else "customer not identified"
+    chain.checks.append(GateCheck("ownership", True, who))
+    return found
+
+
+def check_order_request(
+    extracted: Mapping[str, Any], context: ShopContext, said: str = ""
+) -> GateVerdict:
+    """Order agent: a real order id that belongs to this customer (`said`: the customer's
+    own words, see `validate_order_id`)."""
+    chain = _Chain()
+    found = _order_gates(chain, extracted, context, said)
+    if isinstance(found, GateError):
+        return chain.fail(found)
+    return chain.succeed(
+        {"order_id": found["order_id"], "query_type": clean_query_type(found.get("query_type"))}
+    )
+
+
+def check_refund_request(
+    extracted: Mapping[str, Any], context: ShopContext, said: str = ""
+) -> GateVerdict:
+    """Refund agent: the order gates, then the refund rules (delivered, limit, reason)."""
+    chain = _Chain()
+    found = _order_gates(chain, extracted, context, said)
+    if isinstance(found, GateError):
+        return chain.fail(found)
+    order = context.shop.get_order(found["order_id"])
+    record = order.as_record() if order else None
+    refund = chain.run(
+        "refund",
+        validate_refund_request(found, record),
+        "delivered, within the auto-refund limit, reason given",
+    )
+    if isinstance(refund, GateError):
+        return chain.fail(refund)
+    assert order is not None
+    return chain.succeed(
+        {"order_id": refund["order_id"], "reason": refund["reason"], "amount": refund["amount"]},
+        product=order.product,
+        customer=order.customer,
+    )
+
+
+def check_complaint(
+    extracted: Mapping[str, Any], context: ShopContext, said: str = ""
+) -> GateVerdict:
+    """Complaints agent: a summary with substance and a known sentiment."""
+    del said  # a complaint names no order the gates look up
+    chain = _Chain()
+    result = chain.run(
+        "complaint", validate_complaint(extracted), "summary is specific, sentiment is known"
+    )
+    if isinstance(result, GateError):
+        return chain.fail(result)
+    return chain.succeed(
+        {"issue_summary": result["issue_summary"], "sentiment": result["sentiment"]}
+    )
+
+
+# (what the model extracted, the run's context, what the customer wrote) -> the verdict
+GateChain = Callable[[Mapping[str, Any], ShopContext, str], GateVerdict]

@@ -1,0 +1,1 @@
+"""The models: Mistral, retries, streaming, and the offline demo model."""

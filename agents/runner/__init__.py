@@ -1,0 +1,1 @@
+"""The in-process runner the fronts use: turns, decisions, leases and recovery."""

@@ -1,0 +1,1 @@
+"""Untrusted text and secrets: redaction, and text made safe to store and show."""

@@ -1,0 +1,136 @@
+"""The conversation store: LangGraph's async SQLite saver, opened with our checks, and pruned.
+
+Every turn stores the whole state again (the history, until summarised), so a thread's
+superseded checkpoints would grow the file by ~10 kB a turn forever. Nothing reads them: a
+run starts from the latest checkpoint, the transcript keeps what was said and the audit log
+what was decided. LangGraph defines `aprune` for this, but its SQLite saver does not
+implement it, hence the subclass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import aiosqlite
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from agents.store.sqlite import (
+    BUSY_TIMEOUT_MS,
+    StorageError,
+    cannot_write,
+    cannot_write_text,
+    open_database,
+)
+
+# Of each table, all rows but those of the latest checkpoint per namespace (`keep_latest`);
+# `writes` first, as its rows are found through the checkpoints that stay.
+_KEEP_LATEST = (
+    "DELETE FROM writes WHERE thread_id = :thread AND (checkpoint_ns, checkpoint_id) NOT IN "
+    "(SELECT checkpoint_ns, MAX(checkpoint_id) FROM checkpoints WHERE thread_id = :thread "
+    "GROUP BY checkpoint_ns)",
+    "DELETE FROM checkpoints WHERE thread_id = :thread AND (checkpoint_ns, checkpoint_id) "
+    "NOT IN (SELECT checkpoint_ns, MAX(checkpoint_id) FROM checkpoints "
+    "WHERE thread_id = :thread GROUP BY checkpoint_ns)",
+)
+# A subgraph's namespace carries its task id, so a finished run's namespace is never used
+# again; only a paused run's is (its interrupt resumes there). So they go only while the
+# latest main checkpoint has no pending writes: an interrupt is one. (The engine prunes
+# only threads with nothing pending; this holds even if that ever were wrong.)
+_DROP_SUBGRAPHS = (
+    "DELETE FROM writes WHERE thread_id = :thread AND checkpoint_ns != '' AND NOT EXISTS "
+    "(SELECT 1 FROM writes WHERE thread_id = :thread AND checkpoint_ns = '' AND "
+    "checkpoint_id = (SELECT MAX(checkpoint_id) FROM checkpoints "
+    "WHERE thread_id = :thread AND checkpoint_ns = ''))",
+    "DELETE FROM checkpoints WHERE thread_id = :thread AND checkpoint_ns != '' AND NOT EXISTS "
+    "(SELECT 1 FROM writes WHERE thread_id = :thread AND checkpoint_ns = '' AND "
+    "checkpoint_id = (SELECT MAX(checkpoint_id) FROM checkpoints "
+    "WHERE thread_id = :thread AND checkpoint_ns = ''))",
+)
+# A pruning waits this long for another process's write lock, then gives up until the next
+# time: it is housekeeping, and the turn that runs it is waiting.
+PRUNE_BUSY_TIMEOUT_MS = 1_000
+
+
+class StoredStateUnreadable(Exception):
+    """A thread's stored checkpoint no longer decodes (damaged bytes inside a sound file)."""
+
+
+class PrunedSqliteSaver(AsyncSqliteSaver):
+    """`AsyncSqliteSaver` with `aprune`, and decoding failures told apart from our own bugs.
+    Our state has no `DeltaChannel` (the latest checkpoint holds every channel's whole
+    value; tests/store/test_checkpoints.py checks), so older checkpoints can simply go."""
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        try:
+            return await super().aget_tuple(config)
+        except (sqlite3.Error, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            # Bytes that no longer decode raise whatever the decoder meets (ValueError,
+            # KeyError, NotImplementedError...): one type, so callers can say what it is.
+            raise StoredStateUnreadable(f"{type(exc).__name__}: {exc}") from exc
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """`keep_latest`: the latest checkpoint of each namespace stays (LangGraph's contract).
+        `idle`: only the main graph's latest stays, unless something is pending.
+        `delete`: everything of the threads goes."""
+        if strategy == "delete":
+            for thread_id in thread_ids:
+                await self.adelete_thread(thread_id)
+            return
+        if strategy not in ("keep_latest", "idle"):
+            raise ValueError(f"unknown pruning strategy {strategy!r}")
+        await self.setup()
+        statements = (_DROP_SUBGRAPHS if strategy == "idle" else ()) + _KEEP_LATEST
+        async with self.lock:
+            await self.conn.execute(f"PRAGMA busy_timeout = {PRUNE_BUSY_TIMEOUT_MS}")
+            try:
+                await self.conn.execute("BEGIN IMMEDIATE")
+                for thread_id in thread_ids:
+                    for statement in statements:
+                        await self.conn.execute(statement, {"thread": str(thread_id)})
+                await self.conn.commit()
+            except BaseException:
+                # Left open, the transaction would pin this shared connection to an old
+                # snapshot: every later write of every thread would fail.
+                if self.conn.in_transaction:
+                    await asyncio.shield(self.conn.rollback())
+                raise
+            finally:
+                await asyncio.shield(self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}"))
+
+
+async def open_checkpoints(
+    path: Path, what: str = "conversation store"
+) -> tuple[aiosqlite.Connection, PrunedSqliteSaver]:
+    """The saver on its own connection (closed by the caller), or a `StorageError`."""
+    # The checks every ShopBot store gets (WAL, busy waits, damaged or locked, said
+    # clearly), run once before LangGraph's own async connection opens; off the event loop,
+    # as they may wait for another process's lock.
+    await asyncio.to_thread(lambda: open_database(path, what=what).close())
+    try:
+        connection = await aiosqlite.connect(path, timeout=BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.DatabaseError as exc:
+        raise _unusable(path, what, exc) from exc
+    try:
+        await connection.execute("PRAGMA synchronous = NORMAL")
+        saver = PrunedSqliteSaver(connection)
+        await saver.setup()
+    except BaseException as exc:
+        await connection.close()
+        if isinstance(exc, sqlite3.DatabaseError):
+            raise _unusable(path, what, exc) from exc
+        raise
+    return connection, saver
+
+
+def _unusable(path: Path, what: str, exc: sqlite3.DatabaseError) -> StorageError:
+    where = f"the {what} at {path}"
+    if cannot_write(exc):
+        return StorageError(cannot_write_text(where, exc))
+    return StorageError(f"Cannot use {where} ({exc}).")

@@ -1,0 +1,119 @@
+"""Who is answering a message on a thread right now, across processes (the app, a second
+window, `shopbot chat`): a lease per thread in the thread registry's database.
+
+Two processes answering on one thread would fork its checkpoints: a turn starts only with
+its thread's lease, and a lease whose process is gone (same host) or that outlived
+`LEASE_SECONDS` is taken over.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from agents.store.sqlite import immediate_transaction
+
+LEASES_SCHEMA = """CREATE TABLE IF NOT EXISTS turn_leases (
+        thread_id TEXT PRIMARY KEY,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        owner TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    )"""
+# A turn holding a lease longer than this (retries included) is presumed dead.
+LEASE_SECONDS = 600.0
+
+
+class TurnLeases:
+    """The thread registry's turn leases (mixed into `ThreadRegistry`, whose connection and
+    lock they use: one file, one writer at a time)."""
+
+    _lock: threading.Lock
+    _conn: sqlite3.Connection
+
+    def claim_turn(self, thread_id: str, owner: str) -> bool:
+        """Take the thread's turn lease for `owner`; False when another live process holds it
+        (a lease of a process gone, or expired, is taken over)."""
+        host, now = socket.gethostname(), time.time()
+        with self._lock, immediate_transaction(self._conn) as conn:
+            row = conn.execute(
+                "SELECT host, pid, owner, expires_at FROM turn_leases WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchone()
+            if row is not None and row["owner"] != owner and _live(row, host, now):
+                return False
+            conn.execute(
+                "INSERT OR REPLACE INTO turn_leases VALUES (?, ?, ?, ?, ?)",
+                (thread_id, host, os.getpid(), owner, now + LEASE_SECONDS),
+            )
+        return True
+
+    def turn_held_elsewhere(self, thread_id: str, owner: str) -> bool:
+        """Whether a live lease of another owner than `owner` holds the thread's turn (a
+        window reading it then must not take its stored state as final)."""
+        return self.turn_holder(thread_id, owner) is not None
+
+    def turn_holder(self, thread_id: str, owner: str) -> tuple[str, int] | None:
+        """(host, pid) of the live lease of another owner than `owner` on the thread's
+        turn, if any: who a refusal names."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT host, pid, owner, expires_at FROM turn_leases WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchone()
+        if (
+            row is None
+            or row["owner"] == owner
+            or not _live(row, socket.gethostname(), time.time())
+        ):
+            return None
+        return str(row["host"]), int(row["pid"])
+
+    def renew_turn(self, thread_id: str, owner: str) -> bool:
+        """Push `owner`'s lease another `LEASE_SECONDS` on; False when it is not theirs."""
+        with self._lock, immediate_transaction(self._conn) as conn:
+            renewed = conn.execute(
+                "UPDATE turn_leases SET expires_at = ? WHERE thread_id = ? AND owner = ?",
+                (time.time() + LEASE_SECONDS, thread_id, owner),
+            )
+            return renewed.rowcount == 1
+
+    def release_turn(self, thread_id: str, owner: str) -> None:
+        with self._lock, immediate_transaction(self._conn) as conn:
+            conn.execute(
+                "DELETE FROM turn_leases WHERE thread_id = ? AND owner = ?", (thread_id, owner)
+            )
+
+
+def _live(lease: sqlite3.Row, host: str, now: float) -> bool:
+    """A lease neither expired nor left by a process of this host that is gone."""
+    if lease["expires_at"] < now:
+        return False
+    return lease["host"] != host or _process_alive(lease["pid"])
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """A process that ended but that its parent has not reaped yet (a supervisor, a test
+    runner) still answers `kill(pid, 0)`: its lease would hold its thread until it expired."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False  # no /proc (macOS) or gone meanwhile: kill() said alive, so be it
+    # "pid (name) state ...": the name may hold spaces and parentheses, the state follows
+    # the last ")".
+    fields = stat.rpartition(")")[2].split()
+    return bool(fields) and fields[0] == "Z"

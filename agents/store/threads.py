@@ -1,0 +1,413 @@
+"""Conversations and their complete transcript, in one local SQLite file.
+
+The graph summarises its own history as it grows; this transcript never is, so a person
+can always read back everything that was said ("nothing is ever lost").
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+import sqlite3
+from collections.abc import Collection, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, cast
+
+from agents.names import AGENT_TITLES, AGENTS, DEFAULT_AGENT
+from agents.safety.redaction import redact
+from agents.safety.text import quoted
+from agents.store.escalations import ESCALATIONS_SCHEMA, EscalationQueue
+from agents.store.leases import LEASES_SCHEMA, TurnLeases
+from agents.store.sqlite import (
+    SqliteStore,
+    fetch_packed,
+    immediate_transaction,
+    storable_text,
+    utc_timestamp,
+)
+
+THREAD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+_THREAD_ID = re.compile(THREAD_ID_PATTERN)
+# "answering" from a message until its turn is recorded: a thread left so by a crash is read
+# back from its checkpoint, never assumed idle.
+ThreadStatus = Literal["idle", "answering", "awaiting_approval", "error"]
+THREAD_STATUSES: tuple[ThreadStatus, ...] = ("idle", "answering", "awaiting_approval", "error")
+Role = Literal["customer", "assistant", "note"]
+ROLES: tuple[Role, ...] = ("customer", "assistant", "note")
+TITLE_LENGTH = 60
+
+_SCHEMA = (
+    # `touched` orders the list: a counter, unlike a timestamp, never ties.
+    """CREATE TABLE IF NOT EXISTS threads (
+        thread_id TEXT PRIMARY KEY,
+        customer TEXT,
+        title TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        active_agent TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('idle', 'answering', 'awaiting_approval', 'error')),
+        turns INTEGER NOT NULL DEFAULT 0,
+        touched INTEGER NOT NULL DEFAULT 0
+    )""",
+    "CREATE INDEX IF NOT EXISTS threads_touched ON threads(touched)",
+    """CREATE TABLE IF NOT EXISTS lines (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        thread_id TEXT NOT NULL REFERENCES threads(thread_id),
+        ts TEXT NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('customer', 'assistant', 'note')),
+        text TEXT NOT NULL,
+        agent TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS lines_thread ON lines(thread_id, id)",
+    # What a person typed in a conversation and has not sent, kept when they switch away or
+    # quit (a thread that was never started may have one: no reference to `threads`).
+    """CREATE TABLE IF NOT EXISTS drafts (
+        thread_id TEXT PRIMARY KEY,
+        text TEXT NOT NULL,
+        saved_at TEXT NOT NULL
+    )""",
+    LEASES_SCHEMA,
+    ESCALATIONS_SCHEMA,
+)
+# Thread ids a query asks for by name (`_rows_among`).
+_IDS_A_QUERY = 500
+# The tables' columns, for reads packed into one row (sqlite_store.fetch_packed).
+_THREAD_COLUMNS = (
+    "thread_id",
+    "customer",
+    "title",
+    "created_at",
+    "updated_at",
+    "active_agent",
+    "status",
+    "turns",
+    "touched",
+)
+_LINE_COLUMNS = ("id", "thread_id", "ts", "role", "text", "agent")
+# Every write bumps `touched` past all others, inside the write transaction.
+_TOUCH = "touched = (SELECT coalesce(max(touched), 0) + 1 FROM threads), updated_at = ?"
+
+
+def validate_thread_id(value: str) -> str:
+    """`value` if it is a usable thread id, else ValueError saying what is allowed."""
+    # fullmatch, not match: with `$`, match() accepts a trailing newline ("t1\n").
+    if not isinstance(value, str) or not _THREAD_ID.fullmatch(value):
+        raise ValueError(
+            f"Invalid thread id {quoted(value)}: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit."
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    """One conversation as listed in the thread picker and `shopbot threads`."""
+
+    thread_id: str
+    customer: str | None
+    title: str
+    created_at: str
+    updated_at: str
+    active_agent: str
+    status: ThreadStatus
+    turns: int
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data for `--json` output."""
+        return asdict(self)
+
+    def matches(self, needle: str) -> bool:
+        """Whether `needle` is in its id, customer, first message or agent, in any case."""
+        if not needle:
+            return True
+        agent = AGENT_TITLES.get(self.active_agent, "")
+        haystack = " ".join((self.thread_id, self.customer or "", self.title, agent))
+        return needle.casefold() in haystack.casefold()
+
+
+@dataclass(frozen=True)
+class ChatLine:
+    """One line of the transcript."""
+
+    id: int
+    thread_id: str
+    ts: str
+    role: Role
+    text: str
+    agent: str | None
+
+
+def make_title(text: str) -> str:
+    """One storable line of at most TITLE_LENGTH characters, cut with `…`."""
+    line = " ".join(storable_text(text).split())
+    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
+
+
+class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
+    """Threads and transcripts in the SQLite file at `path` (thread-safe)."""
+
+    WHAT = "thread registry"
+    SCHEMA = _SCHEMA
+
+    def get(self, thread_id: str) -> ThreadInfo | None:
+        """The thread, or None when it was never started."""
+        validate_thread_id(thread_id)
+        with self._lock:
+            return self._get(thread_id)
+
+    def _get(self, thread_id: str) -> ThreadInfo | None:
+        # Packed like the list: bytes another program wrote read as their literal here too,
+        # never as a `bytes` customer name that fails deep inside a turn.
+        select = "SELECT * FROM threads WHERE thread_id = ?"
+        found = fetch_packed(self._conn, _THREAD_COLUMNS, select, (thread_id,))
+        return _info(found[0]) if found else None
+
+    def ensure(self, thread_id: str, *, customer: str | None) -> ThreadInfo:
+        """The thread, created if missing; a given customer name replaces the stored one."""
+        validate_thread_id(thread_id)
+        with self._lock, immediate_transaction(self._conn) as conn:
+            self._ensure(conn, thread_id, customer, utc_timestamp())
+            info = self._get(thread_id)
+        assert info is not None
+        return info
+
+    def _ensure(
+        self, conn: sqlite3.Connection, thread_id: str, customer: str | None, now: str
+    ) -> None:
+        # Storable, or the INSERT would fail with the thread half made (callers vet the name).
+        customer = storable_text((customer or "").strip()) or None
+        conn.execute(
+            "INSERT INTO threads (thread_id, customer, created_at, updated_at, active_agent,"
+            " status, touched) VALUES (?, ?, ?, ?, ?, 'idle',"
+            " (SELECT coalesce(max(touched), 0) + 1 FROM threads))"
+            " ON CONFLICT(thread_id) DO NOTHING",
+            (thread_id, customer, now, now, DEFAULT_AGENT),
+        )
+        # Never back to None: `shopbot chat` without --customer keeps the known name.
+        if customer is not None:
+            conn.execute(
+                "UPDATE threads SET customer = ? WHERE thread_id = ? AND customer IS NOT ?",
+                (customer, thread_id, customer),
+            )
+
+    def open_turn(self, thread_id: str, *, customer: str | None, message: str) -> ChatLine:
+        """A customer's message starts a turn: the thread is created if new (see `ensure`),
+        its turn counted, its status "answering" and the message added to its transcript, all
+        in one transaction: no thread is left answering a message it does not show."""
+        validate_thread_id(thread_id)
+        with self._lock, immediate_transaction(self._conn) as conn:
+            now = utc_timestamp()
+            self._ensure(conn, thread_id, customer, now)
+            conn.execute(
+                "UPDATE threads SET status = 'answering', turns = turns + 1 WHERE thread_id = ?",
+                (thread_id,),
+            )
+            # Sent: no longer a draft (a draft of it would come back after a crash).
+            conn.execute("DELETE FROM drafts WHERE thread_id = ?", (thread_id,))
+            return self._append(conn, thread_id, "customer", message, None, now)
+
+    def update(
+        self,
+        thread_id: str,
+        *,
+        active_agent: str | None = None,
+        status: ThreadStatus | None = None,
+    ) -> ThreadInfo:
+        """Change what is given."""
+        validate_thread_id(thread_id)
+        if active_agent is not None and active_agent not in AGENTS:
+            raise ValueError(f"Unknown agent {active_agent!r}; known: {', '.join(AGENTS)}")
+        if status is not None and status not in THREAD_STATUSES:
+            raise ValueError(f"Unknown status {status!r}; known: {', '.join(THREAD_STATUSES)}")
+        with self._lock, immediate_transaction(self._conn) as conn:
+            changed = conn.execute(
+                f"UPDATE threads SET {_TOUCH},"  # noqa: S608 - constant text
+                " active_agent = coalesce(?, active_agent), status = coalesce(?, status)"
+                " WHERE thread_id = ?",
+                (utc_timestamp(), active_agent, status, thread_id),
+            ).rowcount
+            if not changed:
+                raise ValueError(f"Unknown thread {thread_id!r}: start it first.")
+            info = self._get(thread_id)
+        assert info is not None
+        return info
+
+    # `builtins.list` below: inside the class, `list` is this method.
+    def list(
+        self, limit: int | None = 200, matching: str = "", among: Collection[str] | None = None
+    ) -> builtins.list[ThreadInfo]:
+        """Threads, the most recently updated first: at most `limit` (all with None), and with
+        `matching` only those it `matches` (searched here, in Python: SQLite's LIKE and lower()
+        fold only ASCII letters, and a customer may well be called Łukasz); with `among`, only
+        those of these ids (an id of no thread is left out)."""
+        needle = matching.strip()
+        # (SQLite's LIMIT -1: no limit; a search counts only the threads that match.)
+        bound = -1 if limit is None or needle else limit
+        with self._lock:
+            if among is not None:
+                rows = self._rows_among(among)
+            else:
+                rows = fetch_packed(
+                    self._conn,
+                    _THREAD_COLUMNS,
+                    "SELECT * FROM threads ORDER BY touched DESC LIMIT ?",
+                    (bound,),
+                )
+                rows.sort(key=_recent_first)
+        found: builtins.list[ThreadInfo] = []
+        for row in rows:
+            if limit is not None and len(found) >= limit:
+                break
+            info = _info(row)
+            if info.matches(needle):
+                found.append(info)
+        return found
+
+    def _rows_among(self, thread_ids: Collection[str]) -> builtins.list[dict[str, Any]]:
+        # A few hundred ids a query: SQLite before 3.32 allows 999 parameters (and JSON, which
+        # would take them in one, is optional before 3.38).
+        ids = sorted(set(thread_ids))
+        rows: builtins.list[dict[str, Any]] = []
+        for start in range(0, len(ids), _IDS_A_QUERY):
+            chunk = ids[start : start + _IDS_A_QUERY]
+            marks = ", ".join("?" * len(chunk))
+            rows += fetch_packed(
+                self._conn,
+                _THREAD_COLUMNS,
+                f"SELECT * FROM threads WHERE thread_id IN ({marks})",  # noqa: S608 - only ?s
+                chunk,
+            )
+        rows.sort(key=_recent_first)
+        return rows
+
+    def count(self) -> int:
+        """How many threads there are (the list may show only the most recent)."""
+        with self._lock:
+            (count,) = self._conn.execute("SELECT count(*) FROM threads").fetchone()
+        return int(count)
+
+    def with_status(self, status: ThreadStatus) -> builtins.list[ThreadInfo]:
+        """Threads in `status` ("answering": their last turn has not ended, running elsewhere
+        or its process died), the one left alone longest first."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT * FROM threads WHERE status = ? ORDER BY touched", (status,)
+            ).fetchall()
+        return [_info(row) for row in rows]
+
+    def append_line(
+        self, thread_id: str, role: Role, text: str, agent: str | None = None
+    ) -> ChatLine:
+        """Add a line to the transcript; the first customer line also titles the thread."""
+        validate_thread_id(thread_id)
+        if role not in ROLES:
+            raise ValueError(f"Unknown role {role!r}; known: {', '.join(ROLES)}")
+        with self._lock, immediate_transaction(self._conn) as conn:
+            return self._append(conn, thread_id, role, text, agent, utc_timestamp())
+
+    def _append(
+        self,
+        conn: sqlite3.Connection,
+        thread_id: str,
+        role: Role,
+        text: str,
+        agent: str | None,
+        ts: str,
+    ) -> ChatLine:
+        # Every source redacts what it says; this catches one that forgot (as the audit log).
+        text = redact(storable_text(text))
+        title = make_title(text) if role == "customer" else None
+        changed = conn.execute(
+            f"UPDATE threads SET {_TOUCH},"  # noqa: S608 - constant text
+            " title = CASE WHEN title = '' THEN coalesce(?, '') ELSE title END"
+            " WHERE thread_id = ?",
+            (ts, title, thread_id),
+        ).rowcount
+        if not changed:
+            raise ValueError(f"Unknown thread {thread_id!r}: start it first.")
+        cursor = conn.execute(
+            "INSERT INTO lines (thread_id, ts, role, text, agent) VALUES (?, ?, ?, ?, ?)",
+            (thread_id, ts, role, text, agent),
+        )
+        assert cursor.lastrowid is not None
+        return ChatLine(cursor.lastrowid, thread_id, ts, role, text, agent)
+
+    def lines(self, thread_id: str, *, limit: int | None = None) -> builtins.list[ChatLine]:
+        """The transcript oldest first; with `limit`, only the last `limit` lines."""
+        validate_thread_id(thread_id)
+        with self._lock:
+            rows = fetch_packed(
+                self._conn,
+                _LINE_COLUMNS,
+                "SELECT * FROM lines WHERE thread_id = ? ORDER BY id DESC LIMIT ?",
+                (thread_id, -1 if limit is None else max(limit, 0)),
+            )
+        rows.sort(key=lambda row: int(row["id"]))
+        return [_line(r) for r in rows]
+
+    def last_line(self, thread_id: str, role: Role) -> ChatLine | None:
+        """The newest line of `role` in the transcript, however long ago it was written."""
+        validate_thread_id(thread_id)
+        with self._lock:
+            r = self._conn.execute(
+                "SELECT * FROM lines WHERE thread_id = ? AND role = ? ORDER BY id DESC LIMIT 1",
+                (thread_id, role),
+            ).fetchone()
+        return _line(r) if r else None
+
+    def save_draft(self, thread_id: str | None, text: str) -> None:
+        """Keep what was typed in `thread_id` and not sent (blank: forget it); None: in a new
+        conversation nobody has written in yet (the next one takes it). Redacted like every
+        line stored: a key pasted into the box is not kept."""
+        key = _draft_key(thread_id)
+        text = redact(storable_text(text))
+        with self._lock, immediate_transaction(self._conn) as conn:
+            if text.strip():
+                conn.execute(
+                    "INSERT OR REPLACE INTO drafts VALUES (?, ?, ?)",
+                    (key, text, utc_timestamp()),
+                )
+            else:
+                conn.execute("DELETE FROM drafts WHERE thread_id = ?", (key,))
+
+    def draft(self, thread_id: str | None) -> str:
+        """What was typed in `thread_id` (None: a new conversation) and not sent, or ""."""
+        key = _draft_key(thread_id)
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT text FROM drafts WHERE thread_id = ?", (key,)
+            ).fetchone()
+        return str(row["text"]) if row else ""
+
+    def drafted(self) -> set[str]:
+        """The threads with a draft kept (a new conversation's is none of them)."""
+        with self._lock:
+            rows = self._conn.execute("SELECT thread_id FROM drafts WHERE thread_id != ''")
+            return {str(row["thread_id"]) for row in rows}
+
+
+def _draft_key(thread_id: str | None) -> str:
+    # A new conversation's id is made afresh each time the app starts: its draft is kept
+    # under "", which no thread id can be.
+    return "" if thread_id is None else validate_thread_id(thread_id)
+
+
+def _line(r: sqlite3.Row | Mapping[str, Any]) -> ChatLine:
+    return ChatLine(r["id"], r["thread_id"], r["ts"], r["role"], r["text"], r["agent"])
+
+
+def _recent_first(row: Mapping[str, Any]) -> int:
+    return -int(row["touched"])
+
+
+def _info(row: sqlite3.Row | Mapping[str, Any]) -> ThreadInfo:
+    return ThreadInfo(
+        thread_id=row["thread_id"],
+        customer=row["customer"],
+        title=row["title"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        active_agent=row["active_agent"],
+        status=cast(ThreadStatus, row["status"]),
+        turns=row["turns"],
+    )

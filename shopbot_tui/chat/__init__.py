@@ -1,0 +1,1 @@
+"""The chat screen and what it owns: turns, the approval dialog, drafts, notices, export."""

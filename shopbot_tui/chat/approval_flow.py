@@ -1,0 +1,135 @@
+"""The decision the open thread waits for: shown in the side panel and the footer, asked in
+the approval modal (one at a time), and answered by resuming the graph as a turn."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from agents.facade import Reviewer
+from shopbot_tui.widgets.side_panel import step_text
+
+# The side panel's step while another process (a window, `shopbot`) answers on the thread.
+ANSWERING_ELSEWHERE = "answering in another window"
+
+log = logging.getLogger("shopbot.tui")
+
+if TYPE_CHECKING:
+    from agents.facade import ApprovalRequest
+    from shopbot_tui.chat.approval_screen import ApprovalScreen
+    from shopbot_tui.chat.screen import ChatScreen
+
+
+def checks_asked_about(request: ApprovalRequest) -> list[tuple[str, bool, str]]:
+    """`(gate, ok, detail)` of the checks that led to `request`, as the request records them."""
+    return [
+        (str(check.get("gate", "?")), bool(check.get("ok")), str(check.get("detail", "")))
+        for check in request.payload.get("gates") or []
+    ]
+
+
+class ApprovalFlow:
+    """Asks the person on `chat` for the decisions its threads wait for."""
+
+    def __init__(self, chat: ChatScreen) -> None:
+        self._chat = chat
+        # The approval dialog open or about to open (it is pushed after the next refresh):
+        # the app says every notification in it meanwhile (ShopBotApp.notify).
+        self.dialog: ApprovalScreen | None = None
+        # A dialog closed because its request was answered elsewhere: nothing to say of it.
+        self._withdrawn: ApprovalScreen | None = None
+
+    def wait_for(
+        self,
+        pending: ApprovalRequest | None,
+        *,
+        agent: str,
+        answering: bool = False,
+        elsewhere: bool = False,
+    ) -> None:
+        """The open thread now waits for `pending` (asked at once), or for nothing; `agent`
+        is its active one, `answering` when a turn of this app runs on it, `elsewhere` when
+        one of another process does."""
+        chat = self._chat
+        chat.pending = pending
+        if pending is not None:
+            step = step_text("waiting_for_approval")
+        elif elsewhere:
+            step = ANSWERING_ELSEWHERE
+        else:
+            step = step_text("answering" if answering else "idle")
+        chat.panel.show_agent(agent, step)
+        chat.sync_bindings()
+        if pending is not None:
+            self.ask(pending)
+
+    def ask(self, request: ApprovalRequest) -> None:
+        """Open the approval modal, unless one is open already; its answer resumes the graph."""
+        chat = self._chat
+        if not chat.panel.gates and request.thread_id == chat.thread_id:
+            # Reopened (after a restart, say): the checks that led here, from the request.
+            chat.panel.show_gates(checks_asked_about(request))
+        if self.dialog is not None:
+            return
+
+        # (Imported here: not needed for the first paint.)
+        from shopbot_tui.chat.approval_screen import ApprovalScreen
+
+        # Named in the dialog before the decision, and recorded with it in the audit log.
+        reviewer = Reviewer.here("app")
+        self.dialog = modal = ApprovalScreen(request, reviewer)
+
+        def decided(decision: str | None) -> None:
+            self.dialog = None
+            if modal.typed:
+                self._keep_typed(modal.typed)
+            if modal is self._withdrawn:
+                self._withdrawn = None
+            elif decision is None:
+                chat.notices.decision_still_pending()
+            elif request.thread_id in chat.busy:
+                chat.notices.decision_not_sent(request.thread_id)
+            elif (engine := chat.engine) is not None:
+                chat.turns.start(
+                    request.thread_id,
+                    # The request shown: one asked anew meanwhile is not decided by it.
+                    lambda: engine.resume(
+                        request.thread_id,
+                        decision,
+                        asked=request.request_id,
+                        reviewer=reviewer,
+                    ),
+                    decision=decision,
+                )
+
+        # After the chat's next refresh: what led to the question is painted behind it
+        # (a screen under a modal is not laid out again).
+        chat.call_after_refresh(chat.app.push_screen, modal, decided)
+
+    async def check_answered_elsewhere(self) -> None:
+        """The registry no longer lists the open thread as waiting: if the decision shown
+        was answered elsewhere (another window, `shopbot resume`), its dialog closes and the
+        thread is shown as it is now, instead of offering a question nobody can answer."""
+        chat = self._chat
+        asked, thread_id, engine = chat.pending, chat.thread_id, chat.engine
+        if asked is None or engine is None or thread_id in chat.busy:
+            return
+        try:
+            now = await engine.pending_approval(thread_id)
+        except Exception:  # (said where it matters: when the thread is opened again)
+            log.exception("reading the decision %s waits for failed", thread_id)
+            return
+        if chat.pending is not asked or chat.thread_id != thread_id or thread_id in chat.busy:
+            return  # moved on meanwhile
+        if now is not None and now.request_id == asked.request_id:
+            return
+        if (dialog := self.dialog) is not None:
+            self._withdrawn = dialog
+            dialog.dismiss(None)
+        chat.notices.decided_elsewhere()
+        await chat.open_thread(thread_id, chat.customer)
+
+    def _keep_typed(self, typed: str) -> None:
+        """What the person typed as the modal opened goes back into the message box."""
+        self._chat.message_input.insert_text_at_cursor(typed)
+        self._chat.notices.typed_kept()

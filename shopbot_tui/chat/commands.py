@@ -1,0 +1,217 @@
+"""What the chat does when the person asks: send a message (Enter), and the commands of the
+key bindings and the command palette (commands.py): start or switch conversations, copy the
+last reply, export the chat, open the audit log, mark an escalation handled."""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+from typing import TYPE_CHECKING
+
+from agents import facade
+from agents.facade import Reviewer
+from shopbot_tui.chat.messages import EscalationClosed
+from shopbot_tui.chat.notices import (
+    NO_ENGINE,
+    STILL_ANSWERING,
+    STILL_LOADING,
+    STILL_OPENING,
+    WAITS_FOR_DECISION,
+)
+from shopbot_tui.chat.stored_thread import export_transcript
+from shopbot_tui.ids import new_thread_id
+
+if TYPE_CHECKING:
+    from agents.facade import ShopBotEngine
+    from shopbot_tui.audit.connections import AuditConnections
+    from shopbot_tui.chat.screen import ChatScreen
+    from shopbot_tui.threads.views import ViewName
+
+
+class ChatCommands:
+    """What the person asks of `chat`; commands that need the engine say it is loading until
+    it is up (their keys are off till then, but the command palette offers them)."""
+
+    def __init__(self, chat: ChatScreen) -> None:
+        self._chat = chat
+        # The audit viewer's, kept between openings (see audit_connections).
+        self._audit_connections: AuditConnections | None = None
+
+    def close(self) -> None:
+        """The chat is going: close what the commands kept open."""
+        if self._audit_connections is not None:
+            self._audit_connections.close_in_background()
+            self._audit_connections = None
+
+    def send(self, text: str) -> None:
+        """Start a turn on the open thread with `text`, or say why not (it stays in the box)."""
+        chat = self._chat
+        engine, thread_id, customer = chat.engine, chat.thread_id, chat.customer
+        if not text:
+            # Nothing typed (an Enter more, as after deciding in the dialog): nothing to say.
+            return
+        if engine is None:
+            chat.notices.not_sent(STILL_LOADING if chat.engine_error is None else NO_ENGINE)
+        elif not chat.thread_ready:
+            chat.notices.not_sent(STILL_OPENING)
+        elif thread_id in chat.busy:
+            chat.notices.not_sent(STILL_ANSWERING)
+        elif chat.pending is not None:
+            # Asked before the notice, so the dialog says it (a toast would hide under it).
+            chat.approvals.ask(chat.pending)
+            chat.notices.not_sent(WAITS_FOR_DECISION)
+        else:
+            chat.turns.start(
+                thread_id,
+                lambda: engine.run_turn(thread_id, text, customer=customer),
+                text=text,
+            )
+
+    def stop_reply(self) -> None:
+        """Stop the open thread's running turn (esc): it ends with a note saying so, and
+        whatever it streamed that no ReplyDone confirmed goes, as for any unfinished reply."""
+        chat = self._chat
+        engine, thread_id = chat.engine, chat.thread_id
+        if engine is None:
+            return
+        if chat.turns.stop(thread_id, engine):
+            chat.panel.show_agent(chat.panel.agent, "stopping…")
+        elif thread_id in chat.turns.busy and thread_id not in chat.turns.stopping:
+            # Too late: said, or esc would seem broken.
+            chat.notices.cannot_stop(paying=engine.paying_refund(thread_id))
+
+    def _engine(self) -> ShopBotEngine | None:
+        """The engine, or None, said why (loading, or it could not start)."""
+        chat = self._chat
+        if chat.engine is None:
+            if chat.engine_error is not None:
+                chat.notices.engine_failed(chat.engine_error)
+            else:
+                chat.notices.engine_loading()
+        return chat.engine
+
+    async def new_thread(self) -> None:
+        chat = self._chat
+        if self._engine() is None:
+            return
+        await chat.open_thread(new_thread_id(), chat.session_customer)
+        chat.notices.new_conversation(chat.thread_id)
+
+    def choose_thread(self, view: ViewName = "all") -> None:
+        """The conversation list, showing `view` (what needs a person, or all)."""
+        chat = self._chat
+        if (engine := self._engine()) is None:
+            return
+
+        from shopbot_tui.threads.screen import ThreadChoice, ThreadsScreen  # not for first paint
+
+        async def chosen(choice: ThreadChoice | None) -> None:
+            # The open thread too: shown again as stored, with what another front (the
+            # `shopbot` command) did to it meanwhile.
+            if choice is not None:
+                await chat.open_thread(choice.thread_id, choice.customer)
+
+        chat.app.push_screen(
+            ThreadsScreen(
+                engine.list_threads,
+                stored_drafts=engine.drafted_threads,
+                drafts_now=chat.drafts.drafted,
+                escalated=lambda: {e.thread_id for e in engine.escalations()},
+                waiting=engine.waiting_for_decision,
+                count_threads=engine.count_threads,
+                current_thread=chat.thread_id,
+                customer=chat.session_customer,
+                settings=chat.settings,
+                view=view,
+            ),
+            callback=chosen,
+        )
+
+    def close_escalation(self) -> None:
+        """A person handled the open conversation's escalation (ctrl+g): closed under their
+        name, in a worker; `escalation_closed` shows how it went."""
+        chat = self._chat
+        if (engine := self._engine()) is None:
+            return
+        if not chat.escalated_here:
+            chat.notices.not_escalated()
+            return
+        thread_id, reviewer = chat.thread_id, Reviewer.here("app")
+
+        async def close() -> None:
+            closed = await asyncio.to_thread(engine.close_escalation, thread_id, reviewer)
+            chat.post_message(
+                EscalationClosed(thread_id, closed, facade.escalation_handled_note(reviewer))
+            )
+
+        chat.run_worker(
+            close(),
+            group="escalation",
+            description="mark an escalation handled",
+            exit_on_error=False,
+        )
+
+    async def escalation_closed(self, message: EscalationClosed) -> None:
+        chat = self._chat
+        if message.closed is not None and message.thread_id == chat.thread_id:
+            await chat.view.show_note(message.note)
+        chat.notices.escalation_closed(message.thread_id, done=message.closed is not None)
+        chat.waiting.look()
+
+    def copy_reply(self) -> None:
+        chat = self._chat
+        if not chat.last_reply:
+            chat.notices.nothing_to_copy()
+            return
+        chat.app.copy_to_clipboard(chat.last_reply)
+        chat.notices.copied(len(chat.last_reply))
+
+    def export(self) -> None:
+        """Write the open thread's whole transcript to a Markdown file, in a worker."""
+        chat = self._chat
+        if (engine := self._engine()) is not None:
+            chat.run_worker(
+                self._export(engine, chat.thread_id),
+                name=f"export {chat.thread_id}",
+                group="export",
+                description="export a conversation",
+                exclusive=True,
+                exit_on_error=False,
+            )
+
+    async def _export(self, engine: ShopBotEngine, thread_id: str) -> None:
+        chat = self._chat
+        chat.post_message(await export_transcript(engine, chat.settings.home, thread_id))
+
+    def open_audit_log(self) -> None:
+        """The audit log viewer, on the open thread's events; it may come back with another
+        conversation to open (`o` on one of its events)."""
+        # Not for the first paint:
+        from shopbot_tui.audit.connections import AuditConnections
+        from shopbot_tui.audit.screen import AuditViewerScreen
+
+        chat = self._chat
+        if self._audit_connections is None:
+            self._audit_connections = AuditConnections(
+                chat.settings.audit_path,
+                before_open=partial(facade.refuse_emptied, chat.settings, which=("audit log",)),
+            )
+        viewer = AuditViewerScreen(
+            chat.settings.audit_path, thread_id=chat.thread_id, connections=self._audit_connections
+        )
+        chat.app.push_screen(
+            viewer,
+            callback=self._open_from_audit,
+        )
+
+    async def _open_from_audit(self, thread_id: str | None) -> None:
+        chat = self._chat
+        if thread_id is None or thread_id == chat.thread_id or (engine := self._engine()) is None:
+            return
+        info = await asyncio.to_thread(engine.thread, thread_id)
+        if info is None:
+            # Events outlive their conversation's listing (another ShopBot home's threads
+            # file, a test run): opening it would start an empty conversation of that name.
+            chat.notices.thread_not_listed(thread_id)
+            return
+        await chat.open_thread(thread_id, info.customer)

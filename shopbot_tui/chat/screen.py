@@ -1,0 +1,387 @@
+"""The main screen: the conversation, the message input and the side panel.
+
+It composes the screen and wires what happens to what handles it. Engine work runs in async
+workers that only post messages (turn_workers.py, thread_opening.py, stored_thread.py); the
+handlers below hand them to what owns that part of the UI state: opening a thread
+(thread_opening.py), what a turn reports (turn_reports.py), the chat log (thread_view.py), the
+approval modal (approval_flow.py) and the notifications (chat_notices.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import events, on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input, LoadingIndicator
+from textual.worker import Worker, WorkerState
+
+from agents.facade import OFFLINE_MODEL_LABEL, Settings
+from shopbot_tui.chat.approval_flow import ApprovalFlow
+from shopbot_tui.chat.commands import ChatCommands
+from shopbot_tui.chat.decisions_waiting import DecisionsRead, DecisionsWaiting
+from shopbot_tui.chat.drafts import Drafts
+from shopbot_tui.chat.log_view import ThreadView
+from shopbot_tui.chat.messages import (
+    AgentSwitched,
+    ChatExported,
+    EscalationClosed,
+    GateReported,
+    LiveReport,
+    NoteAdded,
+    ProviderRetrying,
+    ReplyChunk,
+    ReplyComplete,
+    StepUpdate,
+    ThreadLoaded,
+    TurnAccepted,
+    TurnEnded,
+    TurnProblem,
+    TurnProgress,
+    TurnRefused,
+)
+from shopbot_tui.chat.notices import ChatNotices
+from shopbot_tui.chat.thread_opening import ThreadOpener
+from shopbot_tui.chat.turn_reports import TurnReports
+from shopbot_tui.chat.turn_workers import TurnWorkers
+from shopbot_tui.toasts import hide_covered_toasts
+from shopbot_tui.widgets.conversation import ChatLog, SystemNote
+from shopbot_tui.widgets.message_box import MessageBox
+from shopbot_tui.widgets.side_panel import ENGINE_NOT_RUNNING, SidePanel
+
+if TYPE_CHECKING:
+    from agents.facade import ApprovalRequest, Escalation, ShopBotEngine
+
+# A terminal narrower than this hides the side panel (see ChatScreen.HORIZONTAL_BREAKPOINTS).
+NARROW_BELOW = 90
+
+
+class ChatScreen(Screen[None]):
+    """One conversation at a time; `open_thread` switches to another."""
+
+    # Its stylesheet, chat.tcss, is the app's CSS_PATH: this is the app's default screen.
+    AUTO_FOCUS = "#message"
+    # Below this many columns the side panel (38 of them) is hidden, so a reply gets the
+    # width; ctrl+b still shows it. (Not annotated ClassVar: see ThreadsScreen.)
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
+        (0, "-narrow"),
+        (NARROW_BELOW, "-wide"),
+    ]
+    # Short descriptions, and copy/export only in the command palette (ctrl+p), so the keys
+    # that matter (and the app's ctrl+q) fit the footer of an 80- or even 70-column terminal.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # Tooltips read on from the description (the keys panel shows them side by side).
+        Binding(
+            "ctrl+n",
+            "new_thread",
+            "New",
+            tooltip="A conversation for the same customer",
+            id="chat.new_thread",
+        ),
+        Binding(
+            "ctrl+t",
+            "threads",
+            "Conversations",
+            tooltip="Open or start a conversation",
+            id="chat.threads",
+        ),
+        Binding("ctrl+r", "decide", "Decide", tooltip="Reopen the approval", id="chat.decide"),
+        # Not in the footer: the side panel (or a notification) says when it has work.
+        Binding(
+            "ctrl+o",
+            "next_decision",
+            "Next decision",
+            show=False,
+            tooltip="Open the conversation waiting longest for a decision",
+            id="chat.next_decision",
+        ),
+        # In the footer only while the open conversation is escalated (check_action).
+        Binding(
+            "ctrl+g",
+            "escalation_handled",
+            "Handled",
+            tooltip="Mark this conversation's escalation handled (your name goes in the log)",
+            id="chat.escalation_handled",
+        ),
+        Binding(
+            "ctrl+l",
+            "audit_log",
+            "Audit",
+            tooltip="Log of every check and decision",
+            id="chat.audit_log",
+        ),
+        Binding("ctrl+y", "copy_reply", "Copy reply", show=False, id="chat.copy_reply"),
+        Binding("ctrl+s", "export_chat", "Export", show=False, id="chat.export"),
+        # In the footer only while the open conversation's turn runs (check_action): esc
+        # stopping a reply was found only by sending a second message while it was written.
+        # With "^g Handled" too (the longest footer) it fits 80 columns, the keys set closer
+        # below 90 (chat.tcss); at 70, "^q Quit" is off the footer until the reply ends (as
+        # beside "^r Decide" and "^g Handled"): shorter words read worse at every width.
+        Binding(
+            "escape",
+            "stop_reply",
+            "Stop reply",
+            tooltip="Its unfinished text goes; the conversation carries on",
+            id="chat.stop_reply",
+        ),
+        Binding("ctrl+b", "toggle_panel", "Side panel", show=False, id="chat.toggle_panel"),
+        Binding("pageup", "scroll_chat(-1)", "Scroll up", show=False, id="chat.page_up"),
+        Binding("pagedown", "scroll_chat(1)", "Scroll down", show=False, id="chat.page_down"),
+    ]
+
+    def __init__(self, settings: Settings, *, thread_id: str, customer: str | None) -> None:
+        super().__init__()
+        self.settings = settings
+        self.engine: ShopBotEngine | None = None
+        # Why the engine could not start (then it never will): said instead of "loading".
+        self.engine_error: str | None = None
+        # The open thread: the one messages go to, and the decision it waits for.
+        self.thread_id = thread_id
+        self.customer = customer
+        # Whom a new conversation (ctrl+n) is for: the last customer named, kept while a
+        # conversation begun without one is open.
+        self.session_customer = customer
+        self.pending: ApprovalRequest | None = None
+        # The open thread's escalation no person has handled yet, as last read (its thread
+        # may be one left since: see `escalated_here`).
+        self.escalation: Escalation | None = None
+        self._binding_state: tuple[bool, ...] | None = None
+        self.turns = TurnWorkers(self)
+        self.notices = ChatNotices(self)
+        self.view = ThreadView(lambda: self.chat_log, self.notices)
+        self.opener = ThreadOpener(self)
+        self.reports = TurnReports(self)
+        self.approvals = ApprovalFlow(self)
+        self.commands = ChatCommands(self)
+        self.drafts = Drafts(self)
+        self.waiting = DecisionsWaiting(self)
+
+    # --- layout ---------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="chat-body"):
+            with Vertical(id="conversation"):
+                with ChatLog(id="chat-log"), Vertical(id="loading"):
+                    yield SystemNote("Loading the engine… (LangChain and LangGraph)")
+                    yield LoadingIndicator()
+                yield MessageBox(placeholder="Message ShopBot, Enter to send", id="message")
+            yield SidePanel(model_label=self.settings.model_label, offline=self.settings.offline)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.panel.show_session(self.thread_id, self.customer)
+
+    def on_unmount(self) -> None:
+        self.turns.release_all()
+        self.commands.close()
+
+    def on_screen_suspend(self, _event: events.ScreenSuspend) -> None:
+        hide_covered_toasts(self)
+
+    @property
+    def panel(self) -> SidePanel:
+        return self.query_one(SidePanel)
+
+    @property
+    def chat_log(self) -> ChatLog:
+        return self.query_one("#chat-log", ChatLog)
+
+    @property
+    def message_input(self) -> MessageBox:
+        return self.query_one("#message", MessageBox)
+
+    @property
+    def busy(self) -> set[str]:
+        """Threads with a turn in flight."""
+        return self.turns.busy
+
+    @property
+    def thread_ready(self) -> bool:
+        """The open thread's history is shown: a message can be sent."""
+        return self.opener.ready
+
+    @property
+    def last_reply(self) -> str:
+        return self.view.last_reply
+
+    # --- engine and threads -----------------------------------------------------------
+
+    async def attach_engine(self, engine: ShopBotEngine) -> None:
+        """The engine is up: show its model and open the start-up thread."""
+        self.engine = engine
+        self.panel.show_model(engine.model_label, offline=engine.model_label == OFFLINE_MODEL_LABEL)
+        await self.open_thread(self.thread_id, self.customer)
+        self.waiting.start()
+
+    async def engine_failed(self, error: str) -> None:
+        self.engine_error = error
+        await self.chat_log.remove_children()
+        await self.chat_log.mount(SystemNote(f"⚠ The engine could not start: {error}"))
+        self.panel.show_agent(self.panel.agent, ENGINE_NOT_RUNNING)  # not "idle", as if ready
+        self.notices.engine_failed(error)
+
+    async def open_thread(self, thread_id: str, customer: str | None) -> None:
+        """Show `thread_id` (its whole stored history) and make it the one messages go to."""
+        await self.opener.open(thread_id, customer)
+
+    @on(ThreadLoaded)
+    async def _thread_loaded(self, message: ThreadLoaded) -> None:
+        await self.opener.loaded(message)
+        self.waiting.look()  # the open one is not counted, the one left may be
+
+    @on(DecisionsRead)
+    async def _decisions_read(self, message: DecisionsRead) -> None:
+        await self.waiting.read(message)
+
+    # --- sending -------------------------------------------------------------------------
+
+    def on_key(self, event: events.Key) -> None:
+        """Typing while the conversation has the focus (clicked or tabbed to, to scroll it)
+        goes into the message box: those letters went nowhere, and were lost."""
+        box = self.message_input
+        if self.focused is not box and event.is_printable and event.character:
+            event.stop()
+            event.prevent_default()
+            box.focus()
+            box.insert_text_at_cursor(event.character)
+
+    @on(Input.Changed, "#message")
+    def _typed(self, event: Input.Changed) -> None:
+        self.drafts.typed(self.thread_id, event.value)
+
+    @on(Input.Submitted, "#message")
+    def _submit(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.commands.send(event.value)
+
+    # --- what a turn reports (turn_reports.py) -----------------------------------------
+
+    @on(TurnRefused)
+    async def _turn_refused(self, message: TurnRefused) -> None:
+        await self.reports.refused(message)
+        self.sync_bindings()
+
+    @on(TurnAccepted)
+    async def _turn_accepted(self, message: TurnAccepted) -> None:
+        await self.reports.accepted(message)
+        self.sync_bindings()  # "esc Stop reply" in the footer
+
+    @on(ReplyChunk)
+    @on(ReplyComplete)
+    @on(NoteAdded)
+    @on(ProviderRetrying)
+    async def _turn_wrote(self, message: LiveReport) -> None:
+        await self.reports.wrote(message)
+
+    @on(AgentSwitched)
+    @on(StepUpdate)
+    @on(GateReported)
+    def _turn_progressed(self, message: TurnProgress) -> None:
+        self.reports.progressed(message)
+
+    @on(TurnProblem)
+    def _turn_problem(self, message: TurnProblem) -> None:
+        self.notices.turn_problem(message, open_thread=self.thread_id)
+
+    @on(TurnEnded)
+    async def _turn_ended(self, message: TurnEnded) -> None:
+        await self.reports.ended(message)
+        self.sync_bindings()
+        self.waiting.look()
+
+    @on(Worker.StateChanged)
+    def _worker_changed(self, event: Worker.StateChanged) -> None:
+        self.turns.worker_changed(event)
+        self.sync_bindings()  # a turn worker cancelled or failed: its turn is over
+        if event.state == WorkerState.ERROR:
+            # Workers are started with exit_on_error=False: no failure may pass unseen.
+            self.notices.worker_failed(event.worker.error)
+
+    # --- actions (chat_commands.py, approval_flow.py) ---------------------------------
+
+    def sync_bindings(self) -> None:
+        """Refresh the footer only when what `check_action` looks at changed: a refresh
+        recomposes the whole Footer (40 ms and a layout), and turns change state many times.
+        So "copy reply" is always on (it says when there is nothing to copy): dimming it until
+        the first reply cost that recompose at the end of the first reply's stream."""
+        state = (
+            self.engine is not None,
+            self.pending is not None,
+            self.escalated_here,
+            self.reply_running,
+        )
+        if state != self._binding_state:
+            self._binding_state = state
+            self.refresh_bindings()
+
+    @property
+    def escalated_here(self) -> bool:
+        """Whether the open conversation is escalated and no person has handled it yet."""
+        return self.escalation is not None and self.escalation.thread_id == self.thread_id
+
+    @property
+    def reply_running(self) -> bool:
+        """Whether the open conversation's turn runs and esc has not been pressed to stop it."""
+        turns = self.turns
+        return self.thread_id in turns.busy and self.thread_id not in turns.stopping
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop_reply":
+            return self.reply_running
+        if action == "decide":
+            return self.pending is not None
+        if action == "escalation_handled":
+            return self.escalated_here
+        if action in ("new_thread", "threads", "export_chat", "next_decision"):
+            return True if self.engine is not None else None
+        return True
+
+    async def action_new_thread(self) -> None:
+        await self.commands.new_thread()
+
+    def action_threads(self) -> None:
+        self.commands.choose_thread()
+
+    def action_decide(self) -> None:
+        if self.pending is not None:
+            self.approvals.ask(self.pending)
+
+    def action_next_decision(self) -> None:
+        self.waiting.look(open_next=True)
+
+    def action_escalation_handled(self) -> None:
+        self.commands.close_escalation()
+
+    @on(EscalationClosed)
+    async def _escalation_closed(self, message: EscalationClosed) -> None:
+        await self.commands.escalation_closed(message)
+
+    def action_stop_reply(self) -> None:
+        self.commands.stop_reply()
+        self.sync_bindings()  # stopping: esc has done what it can
+
+    def action_copy_reply(self) -> None:
+        self.commands.copy_reply()
+
+    def action_export_chat(self) -> None:
+        self.commands.export()
+
+    @on(ChatExported)
+    def _exported(self, message: ChatExported) -> None:
+        self.notices.exported(message)
+
+    def action_audit_log(self) -> None:
+        self.commands.open_audit_log()
+
+    def action_toggle_panel(self) -> None:
+        # Set on the widget, so it outlasts the width breakpoints (CSS) until toggled again.
+        self.panel.display = not self.panel.display
+
+    def action_scroll_chat(self, direction: int) -> None:
+        if direction < 0:
+            self.chat_log.scroll_page_up()
+        else:
+            self.chat_log.scroll_page_down()

@@ -1,0 +1,1 @@
+"""The `shopbot` command's sub-commands, headless over the same facade."""

@@ -1,0 +1,153 @@
+"""The sub-commands that read or mark the local stores, no engine needed: `threads`,
+`show`, `audit` and `handled` (the registry, the transcript, the audit log and the
+escalation queue are plain SQLite files)."""
+
+from __future__ import annotations
+
+import argparse
+
+from agents.facade import Settings, quoted, safe_json, visible
+from shopbot_tui.cli.parser import UsageError
+
+
+def unknown_thread(thread_id: str) -> UsageError:
+    return UsageError(f"Unknown thread {quoted(thread_id)}: `shopbot threads` lists them.")
+
+
+def _refuse_emptied(settings: Settings) -> None:
+    """Before opening the audit log, which would fill an emptied one anew in silence."""
+    from agents.facade import refuse_emptied
+
+    refuse_emptied(settings, which=("audit log",))
+
+
+def print_threads(settings: Settings, only: str | None, as_json: bool) -> None:
+    """Every conversation, most recent first; `only`: those waiting for a decision (the one
+    left alone longest first) or escalated to a person (the oldest escalation first), the
+    app's views of what needs a person."""
+    from agents.facade import ThreadRegistry
+
+    with ThreadRegistry(settings.threads_path) as registry:
+        escalated = {e.thread_id: e for e in registry.escalations()}
+        if only == "waiting":
+            listed = registry.with_status("awaiting_approval")
+        elif only == "escalated":
+            listed = registry.list(limit=None, among=list(escalated))
+            listed.sort(key=lambda info: escalated[info.thread_id].since)
+        else:
+            listed = registry.list(limit=None)
+        for info in listed:
+            escalation = escalated.get(info.thread_id)
+            if as_json:
+                shown = escalation.to_json() if escalation else None
+                if shown:
+                    del shown["thread_id"]
+                print(safe_json({**info.to_json(), "escalation": shown}))
+            else:
+                who = info.customer or "-"
+                turns = f"{info.turns} turn" if info.turns == 1 else f"{info.turns} turns"
+                # Escalated and otherwise at rest: what waits on it is a person (the app's ▲).
+                status = "escalated" if escalation and info.status == "idle" else info.status
+                print(
+                    visible(
+                        f"{info.thread_id}\t{status}\t{info.active_agent}\t{who}\t"
+                        f"{turns}\t{info.updated_at}\t{info.title}"
+                    )
+                )
+
+
+def print_audit(settings: Settings, args: argparse.Namespace) -> None:
+    from agents.facade import AUDIT_KINDS, AuditLog, AuditQuery, normalise_ts
+
+    # `is not None`: an empty `--kind ""` (a script's unset variable) is no kind, not "any".
+    if args.kind is not None and args.kind not in AUDIT_KINDS:
+        raise UsageError(
+            f"unknown kind {quoted(args.kind)}; kinds: {', '.join(sorted(AUDIT_KINDS))}"
+        )
+    if args.since and args.until and normalise_ts(args.since) >= normalise_ts(args.until):
+        raise UsageError(
+            f"--since {quoted(args.since)} is not before --until {quoted(args.until)}: "
+            "no event could match; swap them?"
+        )
+    query = AuditQuery(
+        thread_id=args.audit_thread,
+        kinds=(args.kind,) if args.kind is not None else (),
+        since=args.since,
+        until=args.until,
+        text=args.text,
+    )
+    printed = 0
+    _refuse_emptied(settings)
+    with AuditLog(settings.audit_path) as audit:
+        for event in audit.page(query, limit=args.limit):
+            printed += 1
+            if args.json:
+                print(safe_json(event.to_json()))
+            else:
+                line = f"{event.ts}  {event.thread_id or '-'}  {event.agent or '-'}  {event.kind}"
+                print(visible(f"{line}  {event.summary(100)}"))
+    if not printed and args.audit_thread and not _thread_known(settings, args.audit_thread):
+        # A mistyped thread printed nothing and exited 0, as a thread with no such event
+        # does. (Events of a thread the registry has lost still print, above.)
+        raise unknown_thread(args.audit_thread)
+
+
+def close_escalation(settings: Settings, thread_id: str, as_json: bool) -> None:
+    """Close the thread's escalation in this person's name (no engine needed: the queue, the
+    audit log and the transcript are plain stores)."""
+    from agents.facade import AuditLog, Reviewer, ThreadRegistry, mark_handled
+
+    _refuse_emptied(settings)
+    with ThreadRegistry(settings.threads_path) as registry, AuditLog(settings.audit_path) as log:
+        if registry.get(thread_id) is None:
+            raise unknown_thread(thread_id)
+        closed = mark_handled(registry, log, thread_id, Reviewer.here("command line"))
+    if closed is None:
+        raise UsageError(
+            f"Thread {quoted(thread_id)} is not escalated (or was marked handled already); "
+            "nothing changed."
+        )
+    if as_json:
+        print(safe_json(closed.to_json()))
+    else:
+        print(visible(f"{thread_id}: escalation handled ({closed.reason}, since {closed.since})"))
+
+
+def print_conversation(
+    settings: Settings, thread_id: str, limit: int | None, as_json: bool
+) -> None:
+    """The conversation's transcript from the registry (no engine: it is a plain store)."""
+    from dataclasses import asdict
+
+    from agents.facade import ThreadRegistry
+    from shopbot_tui.chat.export import escape_markdown, transcript_markdown
+    from shopbot_tui.cli.markdown import print_markdown
+
+    with ThreadRegistry(settings.threads_path) as registry:
+        if (info := registry.get(thread_id)) is None:
+            raise unknown_thread(thread_id)
+        lines = registry.lines(thread_id, limit=limit)
+        escalation = next((e for e in registry.escalations() if e.thread_id == thread_id), None)
+    if as_json:
+        for line in lines:
+            print(safe_json(asdict(line)))
+        return
+    # What a person checks before `resume` or `handled`.
+    if info.status == "awaiting_approval":
+        status = f"waiting for a decision (`shopbot resume {thread_id} DECISION`)"
+    elif escalation is not None:
+        status = (
+            f"escalated to a person since {escalation.since}: "
+            f"{escape_markdown(escalation.reason)} "
+            f"(`shopbot handled {thread_id}` once handled)"
+        )
+    else:
+        status = {"error": "its last turn failed"}.get(info.status, info.status)
+    print_markdown(transcript_markdown(thread_id, info, lines, exported_at=None, status=status))
+
+
+def _thread_known(settings: Settings, thread_id: str) -> bool:
+    from agents.facade import ThreadRegistry
+
+    with ThreadRegistry(settings.threads_path) as registry:
+        return registry.get(thread_id) is not None

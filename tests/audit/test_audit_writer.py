@@ -1,0 +1,165 @@
+"""The background audit writer: order kept, nothing dropped, failures kept in the log file."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.audit.log import AuditLog, AuditQuery
+from agents.audit.writer import BATCH, AuditWriter
+
+
+def test_events_are_stored_in_order_with_the_time_they_happened(tmp_path: Path) -> None:
+    audit = AuditLog(tmp_path / "audit.sqlite")
+    writer = AuditWriter(audit)
+    for n in range(1_200):  # more than one batch
+        writer.append("tool_called", thread_id="t", agent="order_agent", detail={"n": n})
+    writer.flush()
+    events = list(reversed(audit.page(AuditQuery(thread_id="t"), limit=2_000)))
+    assert [e.detail["n"] for e in events] == list(range(1_200))
+    assert [e.ts for e in events] == sorted(e.ts for e in events)
+    writer.close()
+    audit.close()
+
+
+def test_close_stores_everything_queued_and_refuses_more(tmp_path: Path) -> None:
+    audit = AuditLog(tmp_path / "audit.sqlite")
+    writer = AuditWriter(audit)
+    for _ in range(50):
+        writer.append("handoff", thread_id="c", detail={"to": "refund_agent"})
+    writer.close()
+    assert audit.count(AuditQuery(thread_id="c")) == 50
+    with pytest.raises(RuntimeError, match="closed"):
+        writer.append("handoff", thread_id="c")
+    audit.close()
+
+
+def test_a_wrong_kind_fails_at_the_caller(tmp_path: Path) -> None:
+    with AuditLog(tmp_path / "audit.sqlite") as audit:
+        writer = AuditWriter(audit)
+        with pytest.raises(ValueError, match="Unknown audit kind"):
+            writer.append("coffee_break")
+        writer.close()
+
+
+def test_secrets_are_redacted_before_storage(tmp_path: Path) -> None:
+    key = "sk-live-0123456789abcdefABCDEF0123456789"
+    with AuditLog(tmp_path / "audit.sqlite", secrets=[key]) as audit:
+        writer = AuditWriter(audit)
+        writer.append("provider_error", detail={"error": f"401 for Bearer {key}"})
+        writer.close()
+        stored = audit.page(limit=1)[0]
+        assert key not in str(stored.detail)
+
+
+def test_a_store_that_fails_for_good_logs_the_events_and_holds_nothing_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    audit = AuditLog(tmp_path / "audit.sqlite")
+    writer = AuditWriter(audit, retry_seconds=0.01)
+    audit.close()  # the database goes away under the writer: no retry will help
+    with caplog.at_level(logging.ERROR, logger="shopbot.audit"):
+        writer.append("escalated", thread_id="lost", detail={"reason": "over the limit"})
+        writer.flush()
+        assert "audit event not stored: " in caplog.text  # at once, not at close
+        assert "over the limit" in caplog.text
+        writer.append("escalated", thread_id="lost", detail={"reason": "the next one"})
+        writer.flush()
+        assert "the next one" in caplog.text  # not queued behind the first for ever
+        writer.close()
+
+
+def passing_failure(message: str = "database is locked") -> sqlite3.OperationalError:
+    """What SQLite raises for a lock held past the busy timeout (or a full disk)."""
+    exc = sqlite3.OperationalError(message)
+    exc.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
+    return exc
+
+
+class Broken:
+    """`append_many` (or, with `insert_rows`, each transaction) of an AuditLog, failing
+    while `broken` (a lock held past the busy timeout), then storing again; the calls
+    numbered in `fail_calls` fail too."""
+
+    def __init__(self, audit: AuditLog, *, insert_rows: bool = False) -> None:
+        self.broken, self.tries, self.fail_calls = True, 0, set[int]()
+        self._store = audit._insert_rows if insert_rows else audit.append_many
+
+    def __call__(self, events: list[Any]) -> int:
+        self.tries += 1
+        if self.broken or self.tries in self.fail_calls:
+            raise passing_failure()
+        return self._store(events)
+
+
+def writer_on_a_broken_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, retry_seconds: float
+) -> tuple[AuditLog, Broken, AuditWriter]:
+    """An audit log whose `append_many` is `Broken` (failing until told), and its writer."""
+    audit = AuditLog(tmp_path / "audit.sqlite")
+    store = Broken(audit)
+    monkeypatch.setattr(audit, "append_many", store)
+    return audit, store, AuditWriter(audit, retry_seconds=retry_seconds)
+
+
+def test_a_failed_write_is_tried_again_with_what_came_since_and_nothing_is_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    audit, store, writer = writer_on_a_broken_log(tmp_path, monkeypatch, retry_seconds=0.01)
+    with caplog.at_level(logging.WARNING, logger="shopbot.audit"):
+        writer.append("turn_started", thread_id="full", detail={"n": 0})
+        writer.flush()  # returns once the write failed
+        for n in range(1, 5):  # more events come while the store cannot take them
+            writer.append("turn_started", thread_id="full", detail={"n": n})
+            writer.flush()
+        assert store.tries >= 5 and audit.count(AuditQuery(thread_id="full")) == 0
+        store.broken = False  # the lock is let go, or space is freed
+        writer.append("turn_started", thread_id="full", detail={"n": 5})
+        writer.flush()
+        writer.close()
+    events = list(reversed(audit.page(AuditQuery(thread_id="full"), limit=10)))
+    assert [e.detail["n"] for e in events] == [0, 1, 2, 3, 4, 5]  # all of them, in order
+    assert caplog.text.count("trying again") == 1  # said once, not at every try
+    assert "held back" in caplog.text and "not stored" not in caplog.text
+    audit.close()
+
+
+def test_a_retry_never_writes_twice_what_a_partial_write_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    audit = AuditLog(tmp_path / "audit.sqlite")
+    # Each transaction of the log fails while broken; then only the second one after.
+    inserts = Broken(audit, insert_rows=True)
+    monkeypatch.setattr(audit, "_insert_rows", inserts)
+    writer = AuditWriter(audit, retry_seconds=0.01)
+    held = 5 * BATCH  # held back: more than one of the log's own transactions (2,000)
+    for n in range(held):
+        writer.append("turn_started", thread_id="p", detail={"n": n})
+    writer.flush()
+    inserts.fail_calls = {inserts.tries + 2}  # the lock comes back after one transaction
+    inserts.broken = False
+    writer.append("turn_started", thread_id="p", detail={"n": held})
+    writer.flush()
+    writer.close()
+    stored = list(reversed(audit.page(AuditQuery(thread_id="p"), limit=5_000)))
+    assert [e.detail["n"] for e in stored] == list(range(held + 1))  # each once, in order
+    audit.close()
+
+
+def test_closing_tries_once_more_then_logs_what_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # No retry on its own during the test.
+    audit, store, writer = writer_on_a_broken_log(tmp_path, monkeypatch, retry_seconds=60)
+    with caplog.at_level(logging.ERROR, logger="shopbot.audit"):
+        writer.append("escalated", thread_id="c", detail={"reason": "over the limit"})
+        writer.flush()
+        tries = store.tries
+        writer.close()  # at once: the app is quitting
+    assert store.tries == tries + 1
+    assert "audit event not stored: " in caplog.text and "over the limit" in caplog.text
+    audit.close()
