@@ -51,6 +51,11 @@ DECIDED_ELSEWHERE = (
     "was not sent. The conversation is shown as stored."
 )
 # ... and asked another one since: the decision that waits now is shown instead.
+# The app's periodic look found the decision on screen answered elsewhere (see decisions_waiting).
+ANSWERED_WHILE_SHOWN = (
+    "The decision this conversation waited for was answered in another window or by "
+    "`shopbot resume`. The conversation is shown as it is now."
+)
 ASKED_ANEW_ELSEWHERE = (
     "That decision was answered in another window or by `shopbot`, and another one was "
     "asked since; yours was not sent. This is the decision that waits now."
@@ -214,12 +219,7 @@ class ChatNotices:
         withdraw_toasts(self._screen.app, RETRYING_TITLE)
 
     def decided_elsewhere(self) -> None:
-        self._screen.notify(
-            "The decision this conversation waited for was answered in another window or by "
-            "`shopbot resume`. The conversation is shown as it is now.",
-            severity="warning",
-            markup=False,
-        )
+        self._screen.notify(ANSWERED_WHILE_SHOWN, severity="warning", markup=False)
 
     def decision_still_pending(self) -> None:
         now = monotonic()
