@@ -188,6 +188,19 @@ class RefundPaid:
 
 
 @dataclass(frozen=True)
+class RefundNotCarriedOut:
+    """A person's decision on a refund could not be carried out (the ledger could not be
+    read or written): nothing was paid, and the same question waits again. The turn fails
+    with `message`; `storage` says whether a store was the cause."""
+
+    agent: str
+    order_id: str
+    decision: str
+    message: str
+    storage: bool = True
+
+
+@dataclass(frozen=True)
 class ReplyDone:
     """A complete assistant reply (the streamed tokens, final and exact)."""
 
@@ -223,6 +236,7 @@ EngineEvent = (
     | ApprovalRequested
     | ApprovalDecided
     | RefundPaid
+    | RefundNotCarriedOut
     | ReplyDone
     | TurnFailed
     | TurnFinished

@@ -53,6 +53,7 @@ AUDIT_KINDS: frozenset[str] = frozenset(
         "tool_failed",
         "tool_refused",
         "refund_processed",
+        "refund_failed",
         "limit_reached",
         "provider_error",
         "turn_started",

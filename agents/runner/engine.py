@@ -32,6 +32,7 @@ from agents.events import (
     EngineEvent,
     Escalated,
     LimitReached,
+    RefundNotCarriedOut,
     ReplyDone,
     StepChanged,
     TokenDelta,
@@ -443,6 +444,7 @@ class ShopBotEngine:
                         agent = data.agent
                     if isinstance(data, ReplyDone):
                         done = data
+                    failure = _failure_said(data) or failure
                     paused = paused or (
                         isinstance(data, StepChanged) and data.step == "waiting_for_approval"
                     )
@@ -537,11 +539,15 @@ class ShopBotEngine:
         status: TurnStatus
         if pending is not None:
             self._note(thread_id, ApprovalRequested(pending))
-            status = "awaiting_approval"
+        # A failure is said as one even when a question waits (a decision that could not be
+        # carried out is asked again): the conversation is listed as waiting all the same.
+        if failure is not None:
+            status = "error"
         else:
-            status = "error" if failure is not None else "done"
+            status = "awaiting_approval" if pending is not None else "done"
+        listed = "awaiting_approval" if pending is not None else status
         info = self.threads.update(
-            thread_id, active_agent=agent, status="idle" if status == "done" else status
+            thread_id, active_agent=agent, status="idle" if listed == "done" else listed
         )
         self._recorder.append(
             "turn_finished", thread_id=thread_id, agent=agent, detail={"status": status}
@@ -581,6 +587,14 @@ class ShopBotEngine:
                 self.threads.append_line(thread_id, "assistant", event.text, agent=event.agent)
         elif (line := note_for(event)) is not None:
             self.threads.append_line(thread_id, "note", line)
+
+
+def _failure_said(event: EngineEvent) -> TurnFailed | None:
+    """A failure the graph reports while its run goes on: a person's decision on a refund
+    that could not be carried out (nothing paid, the question asked again)."""
+    if isinstance(event, RefundNotCarriedOut):
+        return TurnFailed(kind="storage" if event.storage else "internal", message=event.message)
+    return None
 
 
 __all__ = ["ShopBotEngine"]

@@ -22,9 +22,8 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from agents.store.sqlite import (
     BUSY_TIMEOUT_MS,
     StorageError,
-    cannot_write,
-    cannot_write_text,
     open_database,
+    unusable_text,
 )
 
 # Of each table, all rows but those of the latest checkpoint per namespace (`keep_latest`);
@@ -130,7 +129,4 @@ async def open_checkpoints(
 
 
 def _unusable(path: Path, what: str, exc: sqlite3.DatabaseError) -> StorageError:
-    where = f"the {what} at {path}"
-    if cannot_write(exc):
-        return StorageError(cannot_write_text(where, exc))
-    return StorageError(f"Cannot use {where} ({exc}).")
+    return StorageError(unusable_text(what, path, exc))

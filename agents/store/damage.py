@@ -13,7 +13,7 @@ import sqlite3
 from pathlib import Path
 
 from agents.settings import Settings
-from agents.store.sqlite import StorageError, damaged_text
+from agents.store.sqlite import StorageError, damaged_text, is_damage
 from agents.store.threads import ThreadRegistry
 
 log = logging.getLogger("shopbot.storage")
@@ -47,23 +47,6 @@ def quick_check(path: Path) -> str | None:
     # (Its report starts with a header line naming the schema: not news to anyone.)
     lines = (line.replace("*** in database main ***", "") for line in found)
     return "; ".join(" ".join(line.split()) for line in lines) or None
-
-
-# What SQLite says of a damaged file; anything else (a lock, a read-only file or folder, a
-# file it cannot open, an I/O error) is not damage, and moving the file aside would not help.
-_DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
-_DAMAGE_WORDS = ("malformed", "not a database", "could not decode")
-
-
-def is_damage(exc: BaseException) -> bool:
-    """SQLite refusing a query because the file is damaged."""
-    if not isinstance(exc, sqlite3.DatabaseError):
-        return False
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in _DAMAGE_CODES
-    # (Python's own decoding of a stored text fails without an SQLite code.)
-    return any(words in str(exc).lower() for words in _DAMAGE_WORDS)
 
 
 def damaged_stores(settings: Settings) -> StorageError | None:

@@ -91,9 +91,24 @@ class TurnLeases:
 
 def _live(lease: sqlite3.Row, host: str, now: float) -> bool:
     """A lease neither expired nor left by a process of this host that is gone."""
-    if lease["expires_at"] < now:
+    return lease_alive(lease["host"], lease["pid"], lease["expires_at"], here=host, now=now)
+
+
+def lease_alive(
+    host: str | None,
+    pid: int | None,
+    expires_at: float | None,
+    *,
+    here: str | None = None,
+    now: float | None = None,
+) -> bool:
+    """Whether a lease (None: none) still holds its turn: not expired, and not left by a
+    process of this host (`here`) that is gone."""
+    if host is None or pid is None or expires_at is None:
         return False
-    return lease["host"] != host or _process_alive(lease["pid"])
+    if expires_at < (time.time() if now is None else now):
+        return False
+    return host != (here or socket.gethostname()) or _process_alive(int(pid))
 
 
 def _process_alive(pid: int) -> bool:

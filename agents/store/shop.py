@@ -144,6 +144,10 @@ class ShopData(SqliteStore):
 
     def _seed(self) -> None:
         # First run only: a marker row, so orders an operator changed or removed stay so.
+        # Read first: a seeded shop opens without waiting for another writer's lock.
+        with self._lock:
+            if self._conn.execute("SELECT 1 FROM meta WHERE key = 'seeded'").fetchone():
+                return
         with self._lock, immediate_transaction(self._conn) as conn:
             if conn.execute("SELECT 1 FROM meta WHERE key = 'seeded'").fetchone():
                 return
@@ -195,7 +199,7 @@ class ShopData(SqliteStore):
 
     def refund_for(self, order_id: str) -> RefundRecord | None:
         """The refund already paid for this order, if any."""
-        with self._lock:
+        with self.damage_named(), self._lock:
             row = self._conn.execute("SELECT * FROM refunds WHERE order_id = ?", (order_id,))
             found = row.fetchone()
         return _refund(found) if found else None
@@ -238,7 +242,7 @@ class ShopData(SqliteStore):
         """Pay a refund once; a repeat returns the first refund with `created=False`."""
         cents = to_cents(amount)
         reference = f"REF-{order_id}-{secrets.token_hex(3).upper()}"
-        with self._lock, immediate_transaction(self._conn) as conn:
+        with self.damage_named(), self._lock, immediate_transaction(self._conn) as conn:
             order = conn.execute(
                 "SELECT amount_cents FROM orders WHERE order_id = ?", (order_id,)
             ).fetchone()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import sqlite3
 import threading
 import time
@@ -49,11 +51,19 @@ def open_database(path: Path, *, what: str, check_same_thread: bool = True) -> s
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
         conn.close()
-        if cannot_write(exc):
-            raise StorageError(cannot_write_text(f"the {what} at {path}", exc)) from exc
-        raise StorageError(damaged_text(what, path, exc)) from exc
+        raise StorageError(unusable_text(what, path, exc)) from exc
     conn.row_factory = sqlite3.Row
     return conn
+
+
+def unusable_text(what: str, path: Path, exc: sqlite3.DatabaseError) -> str:
+    """Why the store at `path` cannot be used, as the person can act on it: a lock, a full
+    disk or a read-only file is not damage (moving a healthy file aside would be wrong)."""
+    if cannot_write(exc, path):
+        return cannot_write_text(f"the {what} at {path}", exc, path)
+    if is_damage(exc):
+        return damaged_text(what, path, exc)
+    return f"Cannot use the {what} at {path} ({exc}); ShopBot left the file as it is."
 
 
 def damaged_text(what: str, path: Path, problem: object) -> str:
@@ -81,28 +91,73 @@ def is_full(exc: sqlite3.Error) -> bool:
     return code is not None and code & 0xFF == sqlite3.SQLITE_FULL
 
 
-def cannot_write(exc: sqlite3.Error) -> bool:
+def is_io_error(exc: sqlite3.Error) -> bool:
+    """True for SQLite's "disk I/O error" (any of its extended codes)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF == sqlite3.SQLITE_IOERR
+
+
+# Less room than this on a store's disk makes an I/O error a full disk: SQLite says "disk
+# I/O error", not "disk is full", when it cannot grow its shared-memory or WAL file.
+FULL_BELOW_BYTES = 1 << 20
+
+
+def disk_full(path: Path) -> bool:
+    """Whether the disk holding `path` (a file or folder, there or not yet) has no room."""
+    for folder in (path, *path.parents):
+        try:
+            stat = os.statvfs(folder)
+        except OSError:
+            continue
+        return stat.f_bavail * stat.f_frsize < FULL_BELOW_BYTES
+    return False
+
+
+def _out_of_room(exc: sqlite3.Error, path: Path | None) -> bool:
+    return is_full(exc) or (path is not None and is_io_error(exc) and disk_full(path))
+
+
+def cannot_write(exc: sqlite3.Error, path: Path | None = None) -> bool:
     """SQLite refusing a write for a reason outside the file (a lock, a read-only file or
-    folder, a full disk): `cannot_write_text` says what to do; the file is not damaged."""
-    return is_busy(exc) or is_read_only(exc) or is_full(exc)
+    folder, a full disk, and with `path` an I/O error on a disk with no room left):
+    `cannot_write_text` says what to do; the file is not damaged."""
+    return is_busy(exc) or is_read_only(exc) or _out_of_room(exc, path)
 
 
-def cannot_write_text(where: str, exc: sqlite3.Error) -> str:
+def cannot_write_text(where: str, exc: sqlite3.Error, path: Path | None = None) -> str:
     # One message per cause, each saying what to do; "damaged" would send people astray.
     if is_busy(exc):
         return (
             f"Cannot use {where}: it is locked by another program ({exc}). "
             "Close other ShopBot windows or commands and try again."
         )
-    if is_full(exc):
+    if _out_of_room(exc, path):
+        disk = f"the disk holding {path.parent}" if path is not None else "the disk"
         return (
-            f"Cannot write to {where}: the disk is full ({exc}). Nothing was changed. Free "
+            f"Cannot write to {where}: {disk} is full ({exc}). Nothing was changed. Free "
             "some space on it, or set SHOPBOT_HOME to a folder on another disk."
         )
     return (
         f"Cannot write to {where} ({exc}). Nothing was changed. Make the file and its folder "
         "writable, or set SHOPBOT_HOME to a folder you can write to."
     )
+
+
+# What SQLite says of a damaged file; anything else (a lock, a read-only file or folder, a
+# file it cannot open, an I/O error) is not damage, and moving the file aside would not help.
+_DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+_DAMAGE_WORDS = ("malformed", "not a database", "could not decode")
+
+
+def is_damage(exc: BaseException) -> bool:
+    """SQLite refusing a query because the file is damaged."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _DAMAGE_CODES
+    # (Python's own decoding of a stored text fails without an SQLite code.)
+    return any(words in str(exc).lower() for words in _DAMAGE_WORDS)
 
 
 def _database_file(conn: sqlite3.Connection) -> str:
@@ -149,9 +204,11 @@ def immediate_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connecti
             raise
         conn.execute("COMMIT")
     except sqlite3.OperationalError as exc:
-        if not cannot_write(exc):
+        where = _database_file(conn)
+        path = Path(where) if where.startswith(os.sep) else None
+        if not cannot_write(exc, path):
             raise
-        raise StorageError(cannot_write_text(_database_file(conn), exc)) from exc
+        raise StorageError(cannot_write_text(where, exc, path)) from exc
 
 
 def apply_schema(
@@ -206,6 +263,12 @@ def utc_timestamp(moment: datetime | None = None) -> str:
 storable_text = without_surrogates
 
 
+# The name a schema statement creates ("CREATE TABLE IF NOT EXISTS refunds (...").
+_CREATED = re.compile(
+    r"CREATE\s+(?:VIRTUAL\s+)?(?:TABLE|INDEX|TRIGGER)\s+IF\s+NOT\s+EXISTS\s+(\w+)"
+)
+
+
 class SqliteStore:
     """A ShopBot store: one connection shared by threads behind a lock, schema applied once."""
 
@@ -219,10 +282,30 @@ class SqliteStore:
         if not self._schema_in_place():
             apply_schema(self._conn, self.SCHEMA, path=path, what=self.WHAT)
 
+    @contextmanager
+    def damage_named(self) -> Iterator[None]:
+        """A query that trips on damage past the file's first page (opening checks only that
+        one) names this store's file and what to do, instead of a bare "malformed"."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) or not is_damage(exc):
+                raise
+            raise StorageError(damaged_text(self.WHAT, self.path, exc)) from exc
+
     def _schema_in_place(self) -> bool:
         """Whether the file already holds this store's current schema, so opening it takes
-        no write transaction. Unknown by default: the idempotent schema runs every time."""
-        return False
+        no write transaction (which would wait for another writer's lock for nothing): every
+        table and index SCHEMA creates is there."""
+        names = [m.group(1) for m in map(_CREATED.search, self.SCHEMA) if m is not None]
+        if not names:
+            return False
+        marks = ", ".join("?" * len(names))
+        (present,) = self._conn.execute(
+            f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})",  # noqa: S608
+            names,
+        ).fetchone()
+        return bool(present == len(names))
 
     def close(self) -> None:
         """Close the database connection."""

@@ -10,14 +10,14 @@ import builtins
 import re
 import sqlite3
 from collections.abc import Collection, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal, cast
 
 from agents.names import AGENT_TITLES, AGENTS, DEFAULT_AGENT
 from agents.safety.redaction import redact
 from agents.safety.text import quoted
 from agents.store.escalations import ESCALATIONS_SCHEMA, EscalationQueue
-from agents.store.leases import LEASES_SCHEMA, TurnLeases
+from agents.store.leases import LEASES_SCHEMA, TurnLeases, lease_alive
 from agents.store.sqlite import (
     SqliteStore,
     fetch_packed,
@@ -32,6 +32,10 @@ _THREAD_ID = re.compile(THREAD_ID_PATTERN)
 # back from its checkpoint, never assumed idle.
 ThreadStatus = Literal["idle", "answering", "awaiting_approval", "error"]
 THREAD_STATUSES: tuple[ThreadStatus, ...] = ("idle", "answering", "awaiting_approval", "error")
+# What a list shows: a thread stored "answering" whose turn no live process holds any more
+# (it was killed) is "cut_off", not answering for ever (the engine closes it when it next
+# looks; a list need not wait for that).
+ListedStatus = ThreadStatus | Literal["cut_off"]
 Role = Literal["customer", "assistant", "note"]
 ROLES: tuple[Role, ...] = ("customer", "assistant", "note")
 TITLE_LENGTH = 60
@@ -84,6 +88,13 @@ _THREAD_COLUMNS = (
     "touched",
 )
 _LINE_COLUMNS = ("id", "thread_id", "ts", "role", "text", "agent")
+# A list reads each thread with its turn lease, if any: who (if anyone alive) answers it.
+_LISTED_COLUMNS = (*_THREAD_COLUMNS, "lease_host", "lease_pid", "lease_expires")
+_WITH_LEASES = (
+    "SELECT threads.*, turn_leases.host AS lease_host, turn_leases.pid AS lease_pid,"
+    " turn_leases.expires_at AS lease_expires FROM threads LEFT JOIN turn_leases"
+    " USING (thread_id)"
+)
 # Every write bumps `touched` past all others, inside the write transaction.
 _TOUCH = "touched = (SELECT coalesce(max(touched), 0) + 1 FROM threads), updated_at = ?"
 
@@ -109,7 +120,7 @@ class ThreadInfo:
     created_at: str
     updated_at: str
     active_agent: str
-    status: ThreadStatus
+    status: ListedStatus
     turns: int
 
     def to_json(self) -> dict[str, Any]:
@@ -249,8 +260,8 @@ class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
             else:
                 rows = fetch_packed(
                     self._conn,
-                    _THREAD_COLUMNS,
-                    "SELECT * FROM threads ORDER BY touched DESC LIMIT ?",
+                    _LISTED_COLUMNS,
+                    f"{_WITH_LEASES} ORDER BY touched DESC LIMIT ?",
                     (bound,),
                 )
                 rows.sort(key=_recent_first)
@@ -258,7 +269,7 @@ class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
         for row in rows:
             if limit is not None and len(found) >= limit:
                 break
-            info = _info(row)
+            info = _listed(row)
             if info.matches(needle):
                 found.append(info)
         return found
@@ -273,8 +284,8 @@ class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
             marks = ", ".join("?" * len(chunk))
             rows += fetch_packed(
                 self._conn,
-                _THREAD_COLUMNS,
-                f"SELECT * FROM threads WHERE thread_id IN ({marks})",  # noqa: S608 - only ?s
+                _LISTED_COLUMNS,
+                f"{_WITH_LEASES} WHERE thread_id IN ({marks})",
                 chunk,
             )
         rows.sort(key=_recent_first)
@@ -398,6 +409,16 @@ def _line(r: sqlite3.Row | Mapping[str, Any]) -> ChatLine:
 
 def _recent_first(row: Mapping[str, Any]) -> int:
     return -int(row["touched"])
+
+
+def _listed(row: Mapping[str, Any]) -> ThreadInfo:
+    """A thread as a list shows it: answering only while a live process holds its turn."""
+    info = _info(row)
+    if info.status == "answering" and not lease_alive(
+        row["lease_host"], row["lease_pid"], row["lease_expires"]
+    ):
+        return replace(info, status="cut_off")
+    return info
 
 
 def _info(row: sqlite3.Row | Mapping[str, Any]) -> ThreadInfo:

@@ -96,6 +96,9 @@ def _facts(request: ApprovalRequest) -> list[tuple[str, str]]:
         elif key == "amount":
             value = money(value)
         facts.append((label, str(value)))
+    # A decision that could not be carried out (the ledger was locked) is asked again.
+    if failed := payload.get("failed_before"):
+        facts.append(("Not done", str(failed)))
     # A refund turned down before and asked for again says so (agents/audit/decisions.py).
     for number, earlier in enumerate(payload.get("decided_before") or []):
         facts.append(("Before" if number == 0 else "", earlier_decision(earlier)))

@@ -23,6 +23,8 @@ STATUS_MARKS: dict[str, tuple[str, str]] = {
     "answering": ("…", "italic"),
     "awaiting_approval": ("●", "bold $text-warning"),
     "error": ("✗", "bold $text-error"),
+    # Its process was killed mid-turn: nobody answers it (the next message carries on).
+    "cut_off": ("✗", "bold $text-error"),
     "idle": ("", ""),
 }
 # An idle conversation escalated to a person that no one has marked handled yet.

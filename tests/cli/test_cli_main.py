@@ -11,7 +11,6 @@ import logging
 import os
 import re
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,29 +19,9 @@ import pytest
 from agents import logging_setup
 from shopbot_tui.cli.main import main
 from shopbot_tui.cli.parser import build_parser
+from tests.cli.conftest import one_line
 from tests.support.failing_models import LockedStoreModel
 from tests.support.read_only_sqlite import make_sqlite_read_only
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    for name in os.environ:
-        if name.startswith(("MISTRAL_", "SHOPBOT_")):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("SHOPBOT_HOME", str(tmp_path))
-    root = logging.getLogger()
-    before = list(root.handlers)
-    yield tmp_path
-    # main() points the root logger at the home's log file: take that back.
-    for handler in [h for h in root.handlers if h not in before]:
-        root.removeHandler(handler)
-        handler.close()
-
-
-def one_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 def test_read_only_home_is_named_and_exits_2(

@@ -392,6 +392,9 @@ async def test_an_approval_pays_the_amount_approved_or_nothing(tmp_path: Path) -
         assert "refund_processed" not in kinds(events)
         told = str(model.requests[-1].messages[-1].content)
         assert "89.99" in told and "450.00" in told and "nothing was paid" in told
+        # "A colleague will look at it" is kept: the conversation waits for a person.
+        assert "escalated" in kinds(events)
+        assert [e.thread_id for e in engine.escalations()] == ["amt"]
 
 
 async def test_a_key_in_the_models_summary_is_not_kept(tmp_path: Path) -> None:

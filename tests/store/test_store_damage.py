@@ -161,13 +161,16 @@ def test_a_full_disk_is_said_as_such_never_as_damage(
         patched.setattr(sqlite_store, "_enable_wal", no_room)
         with pytest.raises(StorageError) as opening:
             ThreadRegistry(tmp_path / "threads.sqlite")
-    assert "the disk is full" in str(opening.value) and "damaged" not in str(opening.value)
+    said = str(opening.value)
+    assert f"the disk holding {tmp_path} is full" in said and "damaged" not in said
 
     with ThreadRegistry(tmp_path / "threads.sqlite") as registry:
         registry.ensure("t1", customer="Alex")
         pages = registry._conn.execute("PRAGMA page_count").fetchone()[0]
         registry._conn.execute(f"PRAGMA max_page_count = {pages}")
-        with pytest.raises(StorageError, match=r"^Cannot write to .*threads\.sqlite: the disk is"):
+        with pytest.raises(
+            StorageError, match=r"^Cannot write to .*threads\.sqlite: the disk holding .* is full"
+        ):
             registry.append_line("t1", "customer", "x" * 50_000)
         assert registry.lines("t1") == []  # nothing half written
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,6 +19,7 @@ from agents.graph.replies import COMPLAINT_DECISIONS
 from agents.models.offline.demo_model import OfflineDemoModel
 from agents.reviewer import login_name
 from agents.settings import Settings
+from agents.store import sqlite as sqlite_store
 from shopbot_tui.chat.approval_screen import TINY_BELOW, ApprovalScreen
 from shopbot_tui.chat.screen import ChatScreen
 from shopbot_tui.threads.screen import ThreadsScreen
@@ -123,6 +125,38 @@ async def test_refund_opens_the_modal_and_approve_by_key(tmp_path: Path) -> None
             line.text for line in app.engine.transcript("t-test") if line.role == "note"
         ]
         assert stored_notes == notes(app)[1:]  # the welcome line is not stored
+
+
+async def test_an_approval_the_ledger_cannot_take_is_asked_again_and_pays_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 300)
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await dialog_after(pilot, REFUND)
+        locker = sqlite3.connect(tmp_path / "shop.sqlite", isolation_level=None)
+        locker.execute("BEGIN IMMEDIATE")  # another program, writing for as long as it likes
+        try:
+            await pilot.press("a", "enter")
+            await settle(pilot)
+        finally:
+            locker.execute("ROLLBACK")
+            locker.close()
+        # Not a reply promising a colleague: the same question, saying what went wrong.
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen), type(screen)
+        text = modal_text(screen)
+        assert "Not done" in text and "nothing was paid" in text, text
+        assert "locked by another program" in " ".join(iter_notices(app, "error")) or any(
+            "locked by another program" in note for note in notes(app)
+        )
+        assert app.engine is not None and app.engine.shop.refunds() == []
+        await pilot.press("a", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen)
+        assert [r.order_id for r in app.engine.shop.refunds()] == ["ORD-005"]
+        assert audit_kinds(app, "t-test").count("refund_processed") == 1
 
 
 async def test_enter_pressed_twice_to_decide_says_nothing_of_an_empty_message(

@@ -24,9 +24,11 @@ from shopbot_tui.chat.approval_screen import ApprovalScreen
 from shopbot_tui.chat.messages import ThreadLoaded
 from shopbot_tui.chat.screen import ChatScreen
 from shopbot_tui.threads.screen import SHOWN, ThreadsScreen
+from shopbot_tui.threads.views import STATUS_MARKS
 from shopbot_tui.widgets.conversation import AssistantReply
 from shopbot_tui.widgets.side_panel import ENGINE_NOT_RUNNING, AgentCard
 from tests.support.damage import damage_thread_state, filled_audit_log, garble_past_first_page
+from tests.support.hung_turn import killed_mid_turn
 from tests.support.tui import (
     SIZE,
     GatedModel,
@@ -334,6 +336,21 @@ async def test_the_marks_of_the_thread_list_read_in_the_light_theme_too(tmp_path
                 ink = Color.from_rich_color(mark.style.color)
                 paper = Color.from_rich_color(mark.style.bgcolor)
                 assert contrast(ink, paper) >= 3, (theme, mark.text, ink.hex, paper.hex)
+
+
+async def test_a_turn_killed_in_another_process_is_listed_as_cut_off(tmp_path: Path) -> None:
+    """Listed "answering" (…) for ever, until something opened the engine again."""
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await asyncio.to_thread(killed_mid_turn, tmp_path, "t-killed")
+        screen = await thread_list(pilot)
+        table = screen.query_one("#threads", DataTable)
+        await wait_until(pilot, lambda: table.row_count >= 1, "the list")
+        marks = {
+            str(table.get_row_at(i)[1]): str(table.get_row_at(i)[0]) for i in range(table.row_count)
+        }
+        assert marks["t-killed"] == STATUS_MARKS["cut_off"][0] != STATUS_MARKS["answering"][0]
 
 
 async def test_command_palette_runs_app_commands(tmp_path: Path) -> None:

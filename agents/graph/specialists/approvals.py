@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from typing import Any
 
 from langchain_core.messages import AIMessage
 from langchain_core.messages.tool import ToolCall
+from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
-from langgraph.types import interrupt
+from langgraph.types import Command, interrupt
 
 from agents.events import (
     COMPLAINT_OPTIONS,
     REFUND_OPTIONS,
     Escalated,
+    RefundNotCarriedOut,
     RefundPaid,
     ReplyDone,
     StepChanged,
@@ -32,6 +35,8 @@ from agents.graph.specialists.spec import SpecialistSpec
 from agents.graph.specialists.tool_runner import run_tool
 from agents.graph.state import SpecialistState
 from agents.graph.tools.domain import process_refund
+from agents.safety.redaction import redact
+from agents.store.sqlite import StorageError
 
 log = logging.getLogger("shopbot.engine")
 
@@ -130,52 +135,120 @@ def make_request_approval(spec: SpecialistSpec) -> Any:
 
 
 def make_await_approval(spec: SpecialistSpec) -> Any:
-    async def await_approval(
-        state: SpecialistState, runtime: Runtime[ShopContext]
-    ) -> dict[str, Any]:
+    async def await_approval(state: SpecialistState, runtime: Runtime[ShopContext]) -> Command[str]:
         payload = state.get("approval")
         assert payload is not None
         decision = _decide(payload)
-        call = ToolCall(name="process_refund", args={}, id=payload["tool_call_id"])
-        # The decision stands for the rest of the run: the model cannot ask for it again.
-        decisions = {**(state.get("refund_decisions") or {}), payload["order_id"]: decision}
-        closed = {"approval": None, "refund_decisions": decisions}
-        audit = runtime.context.audit
-        paid = runtime.context.shop.refund_for(payload["order_id"])
-        if paid is not None:
-            # Paid already: by this node on an earlier run that stopped before the turn was
-            # saved, or elsewhere. Money that moved is not undone by a later "reject".
-            _record_decision(spec, runtime, payload, decision, already_refunded=paid.reference)
-            audit.flush()
-            text = (
-                f"Order {paid.order_id} has already been refunded (reference "
-                f"{paid.reference}). Tell the customer; nothing else needs doing."
-            )
-            return {"messages": [tool_answer(call, text)], **closed}
-        _record_decision(spec, runtime, payload, decision)
-        if decision != "approve":
-            audit.flush()
-            return {"messages": [tool_answer(call, REFUND_DECISIONS[decision])], **closed}
-        # The refund runs on the validated payload, never on the model's arguments.
-        args = {"order_id": payload["order_id"], "reason": payload["reason"]}
-        # The refund runs in a worker thread: a stop landing while it runs would leave the
-        # money paid and its record unwritten. So no stop until both are done.
-        with runtime.context.unstoppable():
-            answer = await run_tool(spec.name, process_refund, call, args, state, runtime)
-            outcome = answer.artifact if isinstance(answer.artifact, dict) else {}
-            if outcome.get("created"):
-                paid_now = RefundPaid(
-                    spec.name, outcome["order_id"], outcome["reference"], outcome["amount"]
-                )
-                # (Who approved it, beside the payment: one event answers "who let this through".)
-                detail = {**outcome, **_decided_by(runtime)}
-                report(runtime, paid_now, kind="refund_processed", agent=spec.name, detail=detail)
-            # Events about money are handed to the audit log's writer (and, unless the log
-            # cannot take them now, stored) before the turn moves on.
-            audit.flush()
-        return {"messages": [answer], **closed}
+        try:
+            update = await _apply_refund_decision(spec, state, runtime, payload, decision)
+        except (GraphBubbleUp, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            # Not guidance for the model ("a colleague will follow up": nobody would), and
+            # not an exception out of this node either: LangGraph keeps a failed node's
+            # resume value, and the next answer, whatever it said, would be read as this
+            # one. The question is asked again, as a new interrupt, with what went wrong.
+            return _ask_again_after_failure(spec, runtime, payload, decision, exc)
+        return Command(goto="respond", update=update)
 
     return await_approval
+
+
+async def _apply_refund_decision(
+    spec: SpecialistSpec,
+    state: SpecialistState,
+    runtime: Runtime[ShopContext],
+    payload: dict[str, Any],
+    decision: str,
+) -> dict[str, Any]:
+    """What `decision` does: a refund paid once (approve), or the customer told (the rest).
+    Raises when the decision could not be carried out (the ledger cannot be read or written):
+    nothing was paid then, and the question is asked again."""
+    call = ToolCall(name="process_refund", args={}, id=payload["tool_call_id"])
+    # The decision stands for the rest of the run: the model cannot ask for it again.
+    decisions = {**(state.get("refund_decisions") or {}), payload["order_id"]: decision}
+    closed = {"approval": None, "refund_decisions": decisions}
+    audit = runtime.context.audit
+    paid = runtime.context.shop.refund_for(payload["order_id"])
+    if paid is not None:
+        # Paid already: by this node on an earlier run that stopped before the turn was
+        # saved, or elsewhere. Money that moved is not undone by a later "reject".
+        _record_decision(spec, runtime, payload, decision, already_refunded=paid.reference)
+        audit.flush()
+        text = (
+            f"Order {paid.order_id} has already been refunded (reference "
+            f"{paid.reference}). Tell the customer; nothing else needs doing."
+        )
+        return {"messages": [tool_answer(call, text)], **closed}
+    _record_decision(spec, runtime, payload, decision)
+    if decision != "approve":
+        audit.flush()
+        return {"messages": [tool_answer(call, REFUND_DECISIONS[decision])], **closed}
+    # The refund runs on the validated payload, never on the model's arguments.
+    args = {"order_id": payload["order_id"], "reason": payload["reason"]}
+    # The refund runs in a worker thread: a stop landing while it runs would leave the
+    # money paid and its record unwritten. So no stop until both are done.
+    with runtime.context.unstoppable():
+        # (Failures raise: a payment that did not happen is never a tool answer.)
+        answer = await run_tool(spec.name, process_refund, call, args, state, runtime, strict=True)
+        outcome = answer.artifact if isinstance(answer.artifact, dict) else {}
+        if outcome.get("created"):
+            paid_now = RefundPaid(
+                spec.name, outcome["order_id"], outcome["reference"], outcome["amount"]
+            )
+            # (Who approved it, beside the payment: one event answers "who let this through".)
+            detail = {**outcome, **_decided_by(runtime)}
+            report(runtime, paid_now, kind="refund_processed", agent=spec.name, detail=detail)
+        elif reason := outcome.get("escalate"):
+            # "A colleague will review it" is a promise: a person is told, in the queue.
+            report(
+                runtime,
+                Escalated(spec.name, str(reason)),
+                kind="escalated",
+                agent=spec.name,
+                detail={"reason": str(reason)},
+            )
+        # Events about money are handed to the audit log's writer (and, unless the log
+        # cannot take them now, stored) before the turn moves on.
+        audit.flush()
+    return {"messages": [answer], **closed}
+
+
+def _ask_again_after_failure(
+    spec: SpecialistSpec,
+    runtime: Runtime[ShopContext],
+    payload: dict[str, Any],
+    decision: str,
+    exc: Exception,
+) -> Command[str]:
+    """The decision could not be carried out: said to the person who took it, recorded, and
+    the same question asked again (this node, a new interrupt): answered once the store is
+    usable, it pays exactly once."""
+    log.exception("carrying out the %s of %s failed", decision, payload["order_id"])
+    problem = redact(str(exc)).strip() or type(exc).__name__
+    if not problem.endswith("."):
+        problem += "."
+    message = (
+        f"The decision ({decision}) on the refund of {payload['order_id']} could not be "
+        f"carried out and nothing was paid: {problem} The decision is pending again."
+    )
+    storage = isinstance(exc, StorageError | sqlite3.DatabaseError)
+    report(
+        runtime,
+        RefundNotCarriedOut(spec.name, payload["order_id"], decision, message, storage),
+        kind="refund_failed",
+        agent=spec.name,
+        detail={
+            "order_id": payload["order_id"],
+            "decision": decision,
+            "error": f"{type(exc).__name__}: {problem}"[:500],
+            "outcome": "pending again",
+            **_decided_by(runtime),
+        },
+    )
+    asked = {**payload, "failed_before": message}
+    _record_request(spec, runtime, asked)
+    return Command(goto="await_approval", update={"approval": asked})
 
 
 def complaint_review_payload(state: SpecialistState, customer: str | None) -> dict[str, Any]:

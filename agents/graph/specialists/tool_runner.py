@@ -41,9 +41,13 @@ async def run_tool(
     args: dict[str, Any],
     state: SpecialistState,
     runtime: Runtime[ShopContext],
+    *,
+    strict: bool = False,
 ) -> ToolMessage:
     """Run `tool` on `args` (the validated ones). An exception becomes short guidance for the
-    model and a `tool_failed` audit event; a hand-off or an interrupt passes through."""
+    model and a `tool_failed` audit event; a hand-off or an interrupt passes through.
+    `strict`: the exception is raised after its audit event instead (a payment that failed
+    is the caller's to handle, never a suggestion to the model)."""
     report(runtime, StepChanged(agent=agent, step="calling_tool", detail=tool.name))
     injected = {**args, "runtime": tool_runtime(state, runtime, call)}
     try:
@@ -59,7 +63,8 @@ async def run_tool(
         )
         report(
             runtime,
-            ToolCalled(agent, tool.name, args, "failed", guidance),
+            # (Strict: the caller tells the person what failed; no guidance to show.)
+            None if strict else ToolCalled(agent, tool.name, args, "failed", guidance),
             kind="tool_failed",
             agent=agent,
             detail={
@@ -68,6 +73,8 @@ async def run_tool(
                 "error": f"{type(exc).__name__}: {redact(str(exc))}"[:500],
             },
         )
+        if strict:
+            raise
         return tool_answer(call, guidance, error=True)
     assert isinstance(result, ToolMessage)
     report(

@@ -92,7 +92,7 @@ def process_refund(
             f"Refund refused: order {order.order_id} is {order.status}, "
             f"${order.amount:.2f}; only delivered orders up to ${AUTO_REFUND_LIMIT:.2f} are "
             "refunded here. Tell the customer a colleague will review it."
-        ), {}
+        ), {"escalate": f"refund of {order.order_id} refused at payment: order now {order.status}"}
     # Money moves only as a person approved it: that order, that amount. An amount changed
     # since the request was shown (a price corrected while it waited) pays nothing.
     approved = _approved_amount(order.order_id, runtime)
@@ -106,7 +106,12 @@ def process_refund(
             f"Refund refused, nothing was paid: ${approved:.2f} was approved, but order "
             f"{order.order_id} now reads ${order.amount:.2f}. Tell the customer a colleague "
             "will review it."
-        ), {}
+        ), {
+            "escalate": (
+                f"refund of {order.order_id} not paid: ${approved:.2f} approved, "
+                f"the order now reads ${order.amount:.2f}"
+            )
+        }
     context: ShopContext = runtime.context
     outcome = context.shop.record_refund(
         order.order_id, amount=approved, reason=reason, thread_id=context.thread_id
