@@ -5,6 +5,7 @@ Imports nothing heavy: the TUI reads settings before LangChain is loaded.
 
 from __future__ import annotations
 
+import base64
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,9 +99,11 @@ class Settings:
     def secrets(self) -> tuple[str, ...]:
         """Values that must be redacted wherever text is stored or shown."""
         found = [key for key in (self.api_key, self.refused_key) if key]
-        password = _url_password(self.base_url)
+        user, password = _url_credentials(self.base_url)
         if password:
             found += [password, unquote(password)]
+            # httpx sends a URL's userinfo as Basic auth: a proxy's error may echo it bare.
+            found.append(_basic_credentials(unquote(user or ""), unquote(password)))
         return tuple(dict.fromkeys(found))
 
 
@@ -149,8 +152,14 @@ def base_url_problem(value: str) -> str | None:
     return None
 
 
-def _url_password(url: str | None) -> str | None:
+def _url_credentials(url: str | None) -> tuple[str | None, str | None]:
     try:
-        return urlsplit(url).password if url else None
+        parts = urlsplit(url) if url else None
     except ValueError:  # a malformed URL: ChatMistralAI will say so itself
-        return None
+        parts = None
+    return (parts.username, parts.password) if parts is not None else (None, None)
+
+
+def _basic_credentials(user: str, password: str) -> str:
+    # As httpx.BasicAuth writes them: `user:password` in UTF-8, base64.
+    return base64.b64encode(f"{user}:{password}".encode()).decode("ascii")

@@ -25,6 +25,12 @@ _UNREADABLE = (json.JSONDecodeError, SSEError)
 class StreamingChatMistral(ChatMistralAI):
     """The provider's client, unchanged but for how a streamed reply is put together."""
 
+    @property
+    def lc_secrets(self) -> dict[str, str]:
+        # The endpoint is MISTRAL_BASE_URL, a proxy's password and all: serialized (a traced
+        # model's settings, `dumpd`) as a reference to the variable, like the key.
+        return {**super().lc_secrets, "endpoint": "MISTRAL_BASE_URL"}
+
     async def _agenerate(
         self,
         messages: list[BaseMessage],

@@ -59,6 +59,7 @@ from agents.runner.turn_guard import TurnGuard
 from agents.runner.turn_recovery import TurnRecovery
 from agents.safety.redaction import redact, register_secret
 from agents.safety.text import MessageRejected, clean_message, person_name, quoted
+from agents.safety.trace_privacy import keep_secrets_out_of_traces
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.store.checkpoints import open_checkpoints
 from agents.store.damage import refuse_emptied
@@ -109,6 +110,8 @@ class ShopBotEngine:
     async def start(self) -> None:
         for secret in self.settings.secrets():
             register_secret(secret)
+        # Before the graph's first run: with LANGSMITH_TRACING on, every run is traced.
+        keep_secrets_out_of_traces(self.settings.secrets())
         try:
             # Off the event loop: opening may wait on another process's lock, or re-index an
             # audit log written by an older ShopBot (seconds for a large one).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agents.errors import ConfigurationError, InputError
@@ -67,7 +68,11 @@ def test_credentials_in_the_base_url_are_secrets(
     monkeypatch.setenv("MISTRAL_API_KEY", "Ab3dEf6hIj9kLm2n")
     monkeypatch.setenv("MISTRAL_BASE_URL", "http://proxyuser:hunter2%40secret@127.0.0.1:9/v1")
     settings = Settings.from_env(home=tmp_path)
-    assert settings.secrets() == ("Ab3dEf6hIj9kLm2n", "hunter2%40secret", "hunter2@secret")
+    # httpx sends the userinfo as Basic auth (the key is not sent): a proxy may echo it bare.
+    auth = httpx.BasicAuth("proxyuser", "hunter2@secret")
+    sent = next(auth.sync_auth_flow(httpx.Request("POST", "http://127.0.0.1:9/v1")))
+    basic = sent.headers["Authorization"].removeprefix("Basic ")
+    assert settings.secrets() == ("Ab3dEf6hIj9kLm2n", "hunter2%40secret", "hunter2@secret", basic)
     assert "hunter2" not in repr(settings)
     monkeypatch.setenv("MISTRAL_BASE_URL", "http://127.0.0.1:9/v1")
     assert Settings.from_env(home=tmp_path).secrets() == ("Ab3dEf6hIj9kLm2n",)

@@ -32,6 +32,7 @@ from tests.support.fake_mistral import (
     Answer,
     FakeMistralServer,
     ToolCallSpec,
+    basic_auth,
     raw_tool_call,
     structured,
     text,
@@ -805,6 +806,21 @@ def test_required_api_key_is_enforced() -> None:
         assert excinfo.value.response.status_code == 401
         assert make_llm(fake).invoke("hi").content == "ok"
         assert [r.status for r in fake.requests] == [401, 200]
+
+
+def test_a_proxy_takes_only_its_own_basic_credentials() -> None:
+    # MISTRAL_BASE_URL=http://user:password@host/v1: httpx sends Basic auth, not the key.
+    with FakeMistralServer(proxy_credentials=("proxy", "s3cret-pw")) as fake:
+        fake.script(text("ok"))
+        for userinfo in ("", "proxy:wrong-pw@"):  # the bearer key alone; a wrong password
+            refused = make_llm(fake, base_url=fake.base_url.replace("//", f"//{userinfo}"))
+            with pytest.raises(httpx.HTTPStatusError) as excinfo:
+                refused.invoke("hi")
+            assert excinfo.value.response.status_code == 401
+        proxied = make_llm(fake, base_url=fake.base_url.replace("//", "//proxy:s3cret-pw@"))
+        assert proxied.invoke("hi").content == "ok"
+        assert [r.status for r in fake.requests] == [401, 401, 200]
+        assert fake.requests[-1].headers["authorization"] == basic_auth("proxy", "s3cret-pw")
 
 
 def test_client_without_key_gets_401(

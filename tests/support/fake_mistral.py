@@ -38,6 +38,7 @@ Run standalone with a tiny echo responder::
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import http.server
 import itertools
@@ -67,6 +68,7 @@ __all__ = [
     "RequestKind",
     "Responder",
     "ToolCallSpec",
+    "basic_auth",
     "echo_responder",
     "new_tool_call_id",
     "raw_tool_call",
@@ -216,6 +218,11 @@ def structured(schema: str | type[Any], fields: Mapping[str, Any], id: str | Non
     its arguments."""
     name = schema if isinstance(schema, str) else schema.__name__
     return tool_call(name, fields, id=id)
+
+
+def basic_auth(user: str, password: str) -> str:
+    """The ``Authorization`` value of HTTP Basic auth, as httpx writes it."""
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
 
 
 def new_tool_call_id(rng: random.Random | None = None) -> str:
@@ -1125,6 +1132,10 @@ class FakeMistralServer:
         stream_chunk_delay: seconds to wait between SSE chunks.
         stream_chunk_chars: characters of text per streamed delta.
         api_key: when set, the bearer token must equal it (else any non-empty token).
+        proxy_credentials: ``(user, password)`` of a proxy in front of the API: requests
+            must carry exactly that Basic auth instead of a bearer token. It is what the
+            client sends for ``MISTRAL_BASE_URL=http://user:password@host/v1`` (httpx
+            turns a URL's userinfo into Basic auth, which replaces the bearer key).
         seed: seed for generated tool-call ids (deterministic by default).
         log: print one line per request to stderr (standalone use).
     """
@@ -1138,6 +1149,7 @@ class FakeMistralServer:
         stream_chunk_delay: float = 0.0,
         stream_chunk_chars: int = 4,
         api_key: str | None = None,
+        proxy_credentials: tuple[str, str] | None = None,
         seed: int | None = 0,
         log: bool = False,
     ) -> None:
@@ -1150,6 +1162,7 @@ class FakeMistralServer:
         self.stream_chunk_delay = stream_chunk_delay
         self.stream_chunk_chars = stream_chunk_chars
         self.api_key = api_key
+        self.proxy_credentials = proxy_credentials
         self.log = log
         self._seed = seed
         self._rng = random.Random(seed)
@@ -1534,12 +1547,15 @@ class FakeMistralServer:
                 )
             )
         auth = handler.headers.get("Authorization") or ""
-        scheme, _, token = auth.partition(" ")
-        token = token.strip()
-        # "Bearer None" is what ChatMistralAI sends when it has no API key at all.
-        bad = scheme.lower() != "bearer" or not token or token == "None"
-        if not bad and self.api_key is not None:
-            bad = token != self.api_key
+        if self.proxy_credentials is not None:
+            bad = auth != basic_auth(*self.proxy_credentials)
+        else:
+            scheme, _, token = auth.partition(" ")
+            token = token.strip()
+            # "Bearer None" is what ChatMistralAI sends when it has no API key at all.
+            bad = scheme.lower() != "bearer" or not token or token == "None"
+            if not bad and self.api_key is not None:
+                bad = token != self.api_key
         if bad:
             raise _Refusal(
                 _Reply(
