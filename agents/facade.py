@@ -33,8 +33,8 @@ from agents.store.damage import (
     diagnose_storage,
     failure_text,
     file_failure_text,
-    refuse_emptied,
 )
+from agents.store.home import checked_home
 from agents.store.sqlite import StorageError, is_busy
 from agents.store.threads import ChatLine, ThreadInfo, ThreadRegistry, validate_thread_id
 
@@ -156,6 +156,7 @@ __all__ = [
     "TurnFailed",
     "TurnFinished",
     "TurnResult",
+    "checked_home",
     "configure_logging",
     "diagnose_storage",
     "earlier_decision",
@@ -171,7 +172,6 @@ __all__ = [
     "person_name",
     "quoted",
     "redact",
-    "refuse_emptied",
     "retry_notice",
     "safe_json",
     "undecodable_bytes",

@@ -16,6 +16,8 @@ AGENT_TITLES: dict[str, str] = {
     "complaints_agent": "Complaints agent",
 }
 DEFAULT_AGENT: AgentName = "order_agent"
+# The one agent whose tools move money (its refunds' audit events name it).
+REFUND_AGENT: AgentName = "refund_agent"
 
 Step = Literal[
     "idle",

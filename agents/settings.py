@@ -81,20 +81,10 @@ class Settings:
         return OFFLINE_MODEL_LABEL if self.offline else self.model_name
 
     @property
-    def checkpoints_path(self) -> Path:
-        return self.home / "checkpoints.sqlite"
-
-    @property
-    def shop_path(self) -> Path:
-        return self.home / "shop.sqlite"
-
-    @property
-    def audit_path(self) -> Path:
-        return self.home / "audit.sqlite"
-
-    @property
-    def threads_path(self) -> Path:
-        return self.home / "threads.sqlite"
+    def database_path(self) -> Path:
+        """The one SQLite file of the home (agents/store/home.py): checkpoints, transcripts,
+        the shop and its refund ledger, and the audit log."""
+        return self.home / "shopbot.sqlite"
 
     def secrets(self) -> tuple[str, ...]:
         """Values that must be redacted wherever text is stored or shown."""

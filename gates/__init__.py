@@ -11,6 +11,7 @@ from gates.order_id import (
     order_ids_as_written,
     order_ids_meant,
     unknown_order_text,
+    validate_customer_known,
     validate_order_id,
     validate_ownership,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "order_ids_meant",
     "unknown_order_text",
     "validate_complaint",
+    "validate_customer_known",
     "validate_order_id",
     "validate_ownership",
     "validate_refund_action",

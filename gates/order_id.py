@@ -219,6 +219,24 @@ def validate_ownership(
     return passed({"order_id": order_id})
 
 
+# What a conversation with no customer named cannot do; told to the model, relayed as is.
+NO_CUSTOMER_TEXT = (
+    "No customer is identified in this conversation, so {action} cannot be made here: it "
+    "needs the customer who owns the order, and who the customer is comes from how the "
+    "conversation was started, never from what is said in it. Tell them what you can do "
+    "here (look up an order's status, explain the refund policy) and that {action} needs a "
+    "conversation started for the customer by name. Do not try it again."
+)
+
+
+def validate_customer_known(customer: str | None, action: str = "a refund") -> GateResult:
+    """Gate: money moves only for a known customer (`customer` from the session, never from
+    the model). Who owns an order is then checked by `validate_ownership`."""
+    if customer is None or not customer.strip():
+        return failed(NO_CUSTOMER_TEXT.format(action=action), Remedy.INFORM, "customer.unknown")
+    return passed({"customer": customer.strip()})
+
+
 def clean_query_type(value: object) -> str:
     """What the customer asks about an order; anything unrecognised is a general question."""
     text = value.strip().lower() if isinstance(value, str) else ""

@@ -90,6 +90,30 @@ _EVENT_COLUMNS = ("id", "ts", "thread_id", "agent", "kind", "detail")
 _SCHEMA_NAMES = tuple(re.findall(r"IF NOT EXISTS (\w+)", "\n".join(_SCHEMA)))
 
 
+INSERT_EVENT = "INSERT INTO events (ts, thread_id, agent, kind, detail) VALUES (?, ?, ?, ?, ?)"
+
+
+def prepared_event(
+    kind: str,
+    thread_id: str | None,
+    agent: str | None,
+    detail: Mapping[str, Any] | None,
+    ts: str | None = None,
+    secrets: Iterable[str] = (),
+) -> tuple[str, str | None, str | None, str, dict[str, Any]]:
+    """An event as it is stored: its kind checked, its detail and agent redacted."""
+    check_kind(kind)
+    clean = redact_data(_plain(dict(detail or {})), secrets)
+    safe_agent = redact(agent, secrets) if agent is not None else None
+    return ts or utc_timestamp(), thread_id, safe_agent, kind, clean
+
+
+def event_values(event: tuple[str, str | None, str | None, str, dict[str, Any]]) -> tuple[Any, ...]:
+    """The parameters of INSERT_EVENT for a `prepared_event`."""
+    ts, thread_id, agent, kind, clean = event
+    return ts, thread_id, agent, kind, _dumps(clean)
+
+
 def check_kind(kind: str) -> None:
     """ValueError unless `kind` is one of AUDIT_KINDS."""
     if kind not in AUDIT_KINDS:
@@ -184,10 +208,9 @@ class AuditLog(SqliteStore):
         detail: Mapping[str, Any] | None,
         ts: str | None = None,
     ) -> tuple[str, str | None, str | None, str, dict[str, Any]]:
-        check_kind(kind)
-        clean = redact_data(_plain(dict(detail or {})), self._secrets)
-        safe_agent = redact(agent, self._secrets) if agent is not None else None
-        return ts or utc_timestamp(self._clock()), thread_id, safe_agent, kind, clean
+        return prepared_event(
+            kind, thread_id, agent, detail, ts or utc_timestamp(self._clock()), self._secrets
+        )
 
     def append(
         self,
@@ -200,10 +223,7 @@ class AuditLog(SqliteStore):
         """Store one event (its detail redacted first) and return it as stored."""
         ts, thread_id, agent, kind, clean = self._prepare(kind, thread_id, agent, detail)
         with self._lock:
-            cursor = self._conn.execute(
-                "INSERT INTO events (ts, thread_id, agent, kind, detail) VALUES (?, ?, ?, ?, ?)",
-                (ts, thread_id, agent, kind, _dumps(clean)),
-            )
+            cursor = self._conn.execute(INSERT_EVENT, (ts, thread_id, agent, kind, _dumps(clean)))
         assert cursor.lastrowid is not None
         return AuditEvent(cursor.lastrowid, ts, thread_id, agent, kind, clean)
 

@@ -110,7 +110,9 @@ class AuditWriter:
             try:
                 self.audit.append_many(chunk)
             except Exception as exc:
-                if not (isinstance(exc, sqlite3.OperationalError) and cannot_write(exc)):
+                if not (
+                    isinstance(exc, sqlite3.OperationalError) and cannot_write(exc, self.audit.path)
+                ):
                     # Trying again would fail the same way, holding every later event back.
                     log.exception("could not store %d audit events", len(chunk))
                     _keep_in_log_file(chunk)

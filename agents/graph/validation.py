@@ -12,6 +12,7 @@ from gates import (
     GateResult,
     clean_query_type,
     validate_complaint,
+    validate_customer_known,
     validate_order_id,
     validate_ownership,
     validate_refund_request,
@@ -68,8 +69,16 @@ class _Chain:
 
 
 def _order_gates(
-    chain: _Chain, extracted: Mapping[str, Any], context: ShopContext, said: str
+    chain: _Chain,
+    extracted: Mapping[str, Any],
+    context: ShopContext,
+    said: str,
+    *,
+    moves_money: bool = False,
 ) -> dict[str, Any] | GateError:
+    """The order id, then whose it is. `moves_money`: only for a known customer who owns it;
+    otherwise a conversation without a customer may look orders up (and no ownership check
+    is listed: one that did not run must not read as passed)."""
     shop = context.shop
     found = chain.run(
         "order_id",
@@ -78,6 +87,12 @@ def _order_gates(
     )
     if isinstance(found, GateError):
         return found
+    if not context.customer:
+        if not moves_money:
+            return found
+        unknown = chain.run("ownership", validate_customer_known(context.customer), "")
+        assert isinstance(unknown, GateError)
+        return unknown
     order = shop.get_order(found["order_id"])
     owned, error = validate_ownership(
         found["order_id"], order.customer if order else None, context.customer, said
@@ -89,8 +104,7 @@ def _order_gates(
         # Only the audit code says "not owned".
         chain.checks[-1] = GateCheck("order_id", False, str(error), error.codes)
         return error
-    who = "order belongs to the customer" if context.customer else "customer not identified"
-    chain.checks.append(GateCheck("ownership", True, who))
+    chain.checks.append(GateCheck("ownership", True, "order belongs to the customer"))
     return found
 
 
@@ -113,7 +127,7 @@ def check_refund_request(
 ) -> GateVerdict:
     """Refund agent: the order gates, then the refund rules (delivered, limit, reason)."""
     chain = _Chain()
-    found = _order_gates(chain, extracted, context, said)
+    found = _order_gates(chain, extracted, context, said, moves_money=True)
     if isinstance(found, GateError):
         return chain.fail(found)
     order = context.shop.get_order(found["order_id"])

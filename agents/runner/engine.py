@@ -62,9 +62,8 @@ from agents.safety.text import MessageRejected, clean_message, person_name, quot
 from agents.safety.trace_privacy import keep_secrets_out_of_traces
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.store.checkpoints import open_checkpoints
-from agents.store.damage import refuse_emptied
 from agents.store.escalations import Escalation, mark_handled
-from agents.store.refund_reconcile import reconcile_refunds
+from agents.store.home import checked_home
 from agents.store.shop import ShopData
 from agents.store.threads import (
     ChatLine,
@@ -117,7 +116,7 @@ class ShopBotEngine:
             # audit log written by an older ShopBot (seconds for a large one).
             await asyncio.to_thread(self._open_stores)
             self._recorder = AuditWriter(self._audit_log)
-            self._connection, self._saver = await open_checkpoints(self.settings.checkpoints_path)
+            self._connection, self._saver = await open_checkpoints(self.settings.database_path)
         except BaseException:
             await self.aclose()  # whatever did open is closed again
             raise
@@ -133,14 +132,13 @@ class ShopBotEngine:
             log.exception("closing turns left by a process that died failed")
 
     def _open_stores(self) -> None:
-        """The thread registry, the shop and its audit log (the two reconciled); each one is
-        set as soon as it is open, so `aclose` closes whatever did open. A store emptied
-        beside registered conversations is refused before anything writes to it."""
-        self.threads = ThreadRegistry(self.settings.threads_path)
-        refuse_emptied(self.settings, self.threads)
-        self.shop = ShopData(self.settings.shop_path)
-        self._audit_log = AuditLog(self.settings.audit_path, secrets=self.settings.secrets())
-        reconcile_refunds(self.shop, self._audit_log)
+        """The thread registry, the shop and the audit log, in the home's one database (found
+        missing where the home held data, it is refused before anything is made); each one is
+        set as soon as it is open, so `aclose` closes whatever did open."""
+        path = checked_home(self.settings.home)
+        self.threads = ThreadRegistry(path)
+        self.shop = ShopData(path)
+        self._audit_log = AuditLog(path, secrets=self.settings.secrets())
 
     async def aclose(self) -> None:
         """Close everything that was opened; one failure does not keep the rest open."""

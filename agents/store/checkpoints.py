@@ -13,6 +13,7 @@ import asyncio
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 from langchain_core.runnables import RunnableConfig
@@ -64,6 +65,10 @@ class PrunedSqliteSaver(AsyncSqliteSaver):
     Our state has no `DeltaChannel` (the latest checkpoint holds every channel's whole
     value; tests/store/test_checkpoints.py checks), so older checkpoints can simply go."""
 
+    def __init__(self, conn: aiosqlite.Connection, *, path: Path, **kwargs: Any) -> None:
+        super().__init__(conn, **kwargs)
+        self.path = path
+
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         try:
             return await super().aget_tuple(config)
@@ -86,26 +91,35 @@ class PrunedSqliteSaver(AsyncSqliteSaver):
             raise ValueError(f"unknown pruning strategy {strategy!r}")
         await self.setup()
         statements = (_DROP_SUBGRAPHS if strategy == "idle" else ()) + _KEEP_LATEST
+        # In a worker, on a connection of its own, as one transaction: held on the shared
+        # async connection, the write lock would wait across the event loop's turns, while
+        # another store's write on the loop waited for that lock (the database is one file).
         async with self.lock:
-            await self.conn.execute(f"PRAGMA busy_timeout = {PRUNE_BUSY_TIMEOUT_MS}")
+            await asyncio.shield(
+                asyncio.to_thread(self._prune, [str(t) for t in thread_ids], statements)
+            )
+
+    def _prune(self, thread_ids: list[str], statements: tuple[str, ...]) -> None:
+        conn = sqlite3.connect(
+            self.path, timeout=PRUNE_BUSY_TIMEOUT_MS / 1000, isolation_level=None
+        )
+        try:
+            conn.execute("BEGIN IMMEDIATE")
             try:
-                await self.conn.execute("BEGIN IMMEDIATE")
                 for thread_id in thread_ids:
                     for statement in statements:
-                        await self.conn.execute(statement, {"thread": str(thread_id)})
-                await self.conn.commit()
+                        conn.execute(statement, {"thread": thread_id})
+                conn.execute("COMMIT")
             except BaseException:
-                # Left open, the transaction would pin this shared connection to an old
-                # snapshot: every later write of every thread would fail.
-                if self.conn.in_transaction:
-                    await asyncio.shield(self.conn.rollback())
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
-            finally:
-                await asyncio.shield(self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}"))
+        finally:
+            conn.close()
 
 
 async def open_checkpoints(
-    path: Path, what: str = "conversation store"
+    path: Path, what: str = "ShopBot database"
 ) -> tuple[aiosqlite.Connection, PrunedSqliteSaver]:
     """The saver on its own connection (closed by the caller), or a `StorageError`."""
     # The checks every ShopBot store gets (WAL, busy waits, damaged or locked, said
@@ -113,12 +127,17 @@ async def open_checkpoints(
     # as they may wait for another process's lock.
     await asyncio.to_thread(lambda: open_database(path, what=what).close())
     try:
-        connection = await aiosqlite.connect(path, timeout=BUSY_TIMEOUT_MS / 1000)
+        # Autocommit: each of the saver's writes is one statement, so no write lock is held
+        # while the event loop runs something else (a store writing to the same file on the
+        # loop would then wait for it, and the saver's commit for the loop).
+        connection = await aiosqlite.connect(
+            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+        )
     except sqlite3.DatabaseError as exc:
         raise _unusable(path, what, exc) from exc
     try:
         await connection.execute("PRAGMA synchronous = NORMAL")
-        saver = PrunedSqliteSaver(connection)
+        saver = PrunedSqliteSaver(connection, path=path)
         await saver.setup()
     except BaseException as exc:
         await connection.close()

@@ -14,6 +14,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from agents.audit.log import INSERT_EVENT, event_values, prepared_event
 from agents.store.sqlite import (
     SqliteStore,
     immediate_transaction,
@@ -62,6 +63,29 @@ class RefundOutcome:
 
     record: RefundRecord
     created: bool
+
+
+@dataclass(frozen=True)
+class RefundAudit:
+    """Who lets a refund through, for the `refund_processed` event written with it."""
+
+    thread_id: str | None
+    agent: str
+    # Beside the refund's own facts: who decided (`decided_by`, `via`).
+    detail: dict[str, str]
+
+    def event(
+        self, record: RefundRecord
+    ) -> tuple[str, str | None, str | None, str, dict[str, Any]]:
+        facts = {
+            "order_id": record.order_id,
+            "reference": record.reference,
+            "amount": str(record.amount),
+            "created": True,
+        }
+        return prepared_event(
+            "refund_processed", self.thread_id, self.agent, {**facts, **self.detail}
+        )
 
 
 def _order(
@@ -237,9 +261,17 @@ class ShopData(SqliteStore):
             )
 
     def record_refund(
-        self, order_id: str, *, amount: Decimal, reason: str, thread_id: str | None
+        self,
+        order_id: str,
+        *,
+        amount: Decimal,
+        reason: str,
+        thread_id: str | None,
+        recorded_by: RefundAudit | None = None,
     ) -> RefundOutcome:
-        """Pay a refund once; a repeat returns the first refund with `created=False`."""
+        """Pay a refund once; a repeat returns the first refund with `created=False`. With
+        `recorded_by`, its `refund_processed` audit event is written in the same transaction
+        as the ledger row: no kill between two writes can leave one without the other."""
         cents = to_cents(amount)
         reference = f"REF-{order_id}-{secrets.token_hex(3).upper()}"
         with self.damage_named(), self._lock, immediate_transaction(self._conn) as conn:
@@ -260,7 +292,10 @@ class ShopData(SqliteStore):
                 (reference, order_id, cents, reason, thread_id, utc_timestamp()),
             ).rowcount
             row = conn.execute("SELECT * FROM refunds WHERE order_id = ?", (order_id,)).fetchone()
-        return RefundOutcome(record=_refund(row), created=inserted == 1)
+            outcome = RefundOutcome(record=_refund(row), created=inserted == 1)
+            if outcome.created and recorded_by is not None:
+                conn.execute(INSERT_EVENT, event_values(recorded_by.event(outcome.record)))
+        return outcome
 
 
 def _refund(row: sqlite3.Row) -> RefundRecord:

@@ -24,7 +24,7 @@ class AuditConnections:
     """`run(role, work)` from any thread; `close()` once. A connection is closed only when no
     query is using it (workers of a viewer closed meanwhile may still be in one)."""
 
-    def __init__(self, path: Path, *, before_open: Callable[[], None] | None = None) -> None:
+    def __init__(self, path: Path, *, before_open: Callable[[], object] | None = None) -> None:
         """`before_open`: a check run (in the worker) before each connection opens, raising
         what the viewer should say instead (an emptied log, which opening would fill anew)."""
         self.path = path

@@ -193,11 +193,14 @@ class ChatCommands:
         chat = self._chat
         if self._audit_connections is None:
             self._audit_connections = AuditConnections(
-                chat.settings.audit_path,
-                before_open=partial(facade.refuse_emptied, chat.settings, which=("audit log",)),
+                chat.settings.database_path,
+                # (With no engine running, opening could make a lost database anew.)
+                before_open=partial(facade.checked_home, chat.settings.home),
             )
         viewer = AuditViewerScreen(
-            chat.settings.audit_path, thread_id=chat.thread_id, connections=self._audit_connections
+            chat.settings.database_path,
+            thread_id=chat.thread_id,
+            connections=self._audit_connections,
         )
         chat.app.push_screen(
             viewer,

@@ -58,7 +58,7 @@ class JsonOutput:
         from agents.facade import Settings, ThreadRegistry
 
         # As above: the stop is what is said, whatever reading the registry runs into.
-        with contextlib.suppress(Exception), ThreadRegistry(Settings.from_env().threads_path) as r:
+        with contextlib.suppress(Exception), ThreadRegistry(Settings.from_env().database_path) as r:
             if (info := r.get(self.thread_id)) is not None:
                 self.active_agent = info.active_agent
 

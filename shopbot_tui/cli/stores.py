@@ -5,6 +5,7 @@ escalation queue are plain SQLite files)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from agents.facade import Settings, quoted, safe_json, visible
 from shopbot_tui.cli.parser import UsageError
@@ -14,11 +15,12 @@ def unknown_thread(thread_id: str) -> UsageError:
     return UsageError(f"Unknown thread {quoted(thread_id)}: `shopbot threads` lists them.")
 
 
-def _refuse_emptied(settings: Settings) -> None:
-    """Before opening the audit log, which would fill an emptied one anew in silence."""
-    from agents.facade import refuse_emptied
+def _database(settings: Settings) -> Path:
+    """The home's database, checked first: one missing where the home held data is refused,
+    never made anew in silence (agents/store/home.py)."""
+    from agents.facade import checked_home
 
-    refuse_emptied(settings, which=("audit log",))
+    return checked_home(settings.home)
 
 
 def print_threads(settings: Settings, only: str | None, as_json: bool) -> None:
@@ -27,7 +29,7 @@ def print_threads(settings: Settings, only: str | None, as_json: bool) -> None:
     app's views of what needs a person."""
     from agents.facade import ThreadRegistry
 
-    with ThreadRegistry(settings.threads_path) as registry:
+    with ThreadRegistry(_database(settings)) as registry:
         escalated = {e.thread_id: e for e in registry.escalations()}
         if only == "waiting":
             listed = registry.with_status("awaiting_approval")
@@ -77,8 +79,7 @@ def print_audit(settings: Settings, args: argparse.Namespace) -> None:
         text=args.text,
     )
     printed = 0
-    _refuse_emptied(settings)
-    with AuditLog(settings.audit_path) as audit:
+    with AuditLog(_database(settings)) as audit:
         for event in audit.page(query, limit=args.limit):
             printed += 1
             if args.json:
@@ -97,8 +98,7 @@ def close_escalation(settings: Settings, thread_id: str, as_json: bool) -> None:
     audit log and the transcript are plain stores)."""
     from agents.facade import AuditLog, Reviewer, ThreadRegistry, mark_handled
 
-    _refuse_emptied(settings)
-    with ThreadRegistry(settings.threads_path) as registry, AuditLog(settings.audit_path) as log:
+    with ThreadRegistry(_database(settings)) as registry, AuditLog(_database(settings)) as log:
         if registry.get(thread_id) is None:
             raise unknown_thread(thread_id)
         closed = mark_handled(registry, log, thread_id, Reviewer.here("command line"))
@@ -123,7 +123,7 @@ def print_conversation(
     from shopbot_tui.chat.export import escape_markdown, transcript_markdown
     from shopbot_tui.cli.markdown import print_markdown
 
-    with ThreadRegistry(settings.threads_path) as registry:
+    with ThreadRegistry(_database(settings)) as registry:
         if (info := registry.get(thread_id)) is None:
             raise unknown_thread(thread_id)
         lines = registry.lines(thread_id, limit=limit)
@@ -149,5 +149,5 @@ def print_conversation(
 def _thread_known(settings: Settings, thread_id: str) -> bool:
     from agents.facade import ThreadRegistry
 
-    with ThreadRegistry(settings.threads_path) as registry:
+    with ThreadRegistry(_database(settings)) as registry:
         return registry.get(thread_id) is not None

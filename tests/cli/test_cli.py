@@ -32,6 +32,8 @@ from tests.support.fake_mistral import (
 pytestmark = pytest.mark.cli
 
 SHOPBOT = Path(sys.executable).with_name("shopbot")
+# Refunds need a known customer: the demo customer whose orders ORD-002 and ORD-005 are.
+AS_SAM = ("--customer", "Sam", "--offline")
 RESULT_KEYS = {"thread_id", "status", "reply", "active_agent", "pending"}
 
 
@@ -208,7 +210,7 @@ def test_resume_with_the_request_named_never_decides_one_asked_anew(tmp_path: Pa
     stale = run(tmp_path, "resume", "rq", "approve", "--request", first)
     assert stale.returncode == 2
     assert "now waits for another decision" in one_line_error(stale)
-    with ThreadRegistry(tmp_path / "threads.sqlite") as registry:
+    with ThreadRegistry(tmp_path / "shopbot.sqlite") as registry:
         info = registry.get("rq")
         assert info is not None and info.status == "awaiting_approval"
     done = run(tmp_path, "resume", "rq", "approve", "--request", second, "--json")
@@ -302,7 +304,7 @@ def test_audit_of_a_known_thread_with_no_matching_event_prints_nothing(tmp_path:
 
 
 def test_threads_lists_every_conversation(tmp_path: Path) -> None:
-    with ThreadRegistry(tmp_path / "threads.sqlite") as registry:
+    with ThreadRegistry(tmp_path / "shopbot.sqlite") as registry:
         for number in range(250):
             registry.ensure(f"t-{number:03d}", customer="Sam")
     listed = run(tmp_path, "threads", "--json").stdout.splitlines()
@@ -330,7 +332,7 @@ def test_audit_text_finds_events_showing_every_term_as_printed(tmp_path: Path) -
 
 
 def test_audit_since_and_until_take_dates_and_times_in_any_zone(tmp_path: Path) -> None:
-    with AuditLog(tmp_path / "audit.sqlite") as audit:
+    with AuditLog(tmp_path / "shopbot.sqlite") as audit:
         audit.append_many(
             {"kind": "turn_started", "thread_id": thread, "ts": ts}
             for thread, ts in [
@@ -405,7 +407,7 @@ def test_approval_survives_a_new_process_through_mistral(
 
 
 def test_damaged_database_is_reported_and_left_alone(tmp_path: Path) -> None:
-    damaged = tmp_path / "shop.sqlite"
+    damaged = tmp_path / "shopbot.sqlite"
     damaged.write_bytes(b"this is not a database" * 100)
     done = run(tmp_path, "chat", "t", "hello")
     assert done.returncode == 2
@@ -448,7 +450,7 @@ def test_home_that_is_a_file_is_named_and_exits_2(tmp_path: Path, inside: str) -
 
 
 def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path) -> None:
-    with AuditLog(tmp_path / "audit.sqlite") as audit:
+    with AuditLog(tmp_path / "shopbot.sqlite") as audit:
         audit.append_many({"kind": "turn_started", "thread_id": "t1"} for _ in range(5_000))
     # `shopbot audit --limit 10000 | head -1`: far more output than a pipe holds.
     with subprocess.Popen(
@@ -550,7 +552,7 @@ def test_a_customer_name_blank_or_with_hidden_characters_is_refused_and_nothing_
 
 def test_threads_shows_a_stored_right_to_left_override_visibly(tmp_path: Path) -> None:
     # A name stored before names were vetted: listing it must not reorder the terminal.
-    with ThreadRegistry(tmp_path / "threads.sqlite") as threads:
+    with ThreadRegistry(tmp_path / "shopbot.sqlite") as threads:
         threads.ensure("old", customer="Sam\u202eevil\u2066")
     listed = run(tmp_path, "threads")
     assert listed.returncode == 0
@@ -603,7 +605,7 @@ def test_a_base_url_that_cannot_be_one_is_refused_before_anything_happens(
 
 
 def test_a_decision_that_is_not_an_option_is_echoed_safely(tmp_path: Path) -> None:
-    ask = run(tmp_path, "chat", "r1", "Refund ORD-005, it crackles at any volume", "--offline")
+    ask = run(tmp_path, "chat", "r1", "Refund ORD-005, it crackles at any volume", *AS_SAM)
     assert ask.returncode == 0, ask.stderr
     done = run(tmp_path, "resume", "r1", f"approve{HOSTILE}", "--offline")
     assert done.returncode == 2
@@ -613,7 +615,7 @@ def test_a_decision_that_is_not_an_option_is_echoed_safely(tmp_path: Path) -> No
 
 
 def test_a_key_pasted_as_the_decision_is_not_echoed(tmp_path: Path) -> None:
-    ask = run(tmp_path, "chat", "r2", "Refund ORD-005, it crackles at any volume", "--offline")
+    ask = run(tmp_path, "chat", "r2", "Refund ORD-005, it crackles at any volume", *AS_SAM)
     assert ask.returncode == 0, ask.stderr
     done = run(tmp_path, "resume", "r2", FAKE_API_KEY, "--offline")
     assert done.returncode == 2
@@ -669,9 +671,9 @@ def test_json_output_is_valid_and_escapes_what_would_steer_a_terminal(
 
 def test_threads_and_audit_json_escape_what_would_steer_a_terminal(tmp_path: Path) -> None:
     # Stored before names and details were vetted, or by a model: listing must stay safe.
-    with ThreadRegistry(tmp_path / "threads.sqlite") as threads:
+    with ThreadRegistry(tmp_path / "shopbot.sqlite") as threads:
         threads.ensure("old", customer="Sam\u202eevil\u200e")
-    with AuditLog(tmp_path / "audit.sqlite") as audit:
+    with AuditLog(tmp_path / "shopbot.sqlite") as audit:
         audit.append("tool_called", thread_id="old", detail={"tool": STEERING})
     for command, field, value in [
         (("threads", "--json"), "customer", "Sam\u202eevil\u200e"),
@@ -684,58 +686,15 @@ def test_threads_and_audit_json_escape_what_would_steer_a_terminal(tmp_path: Pat
 
 
 def test_the_command_line_names_a_log_damaged_past_its_first_page(tmp_path: Path) -> None:
-    path = tmp_path / "audit.sqlite"
+    assert run(tmp_path, "chat", "t1", "Where is ORD-002?").returncode == 0
+    path = tmp_path / "shopbot.sqlite"
     filled_audit_log(path)
     damaged = garble_past_first_page(path)
     done = run(tmp_path, "audit", "--text", "nothing-like-this", "--limit", "500")
     assert done.returncode == 2
     line = one_line_error(done)
-    assert f"audit log at {path} is damaged" in line and "unexpected" not in line
+    assert f"at {path} is damaged" in line and "unexpected" not in line
     assert path.read_bytes() == damaged
-
-
-def empty_out(path: Path) -> None:
-    """What a careless `: > file` (or a disk that lost the file's data) leaves."""
-    path.write_bytes(b"")
-    for suffix in ("-wal", "-shm"):
-        path.with_name(path.name + suffix).unlink(missing_ok=True)
-
-
-@pytest.mark.parametrize("store", ["checkpoints.sqlite", "audit.sqlite"])
-def test_a_store_emptied_beside_its_conversations_is_refused_not_made_anew(
-    tmp_path: Path, store: str
-) -> None:
-    asked = run(tmp_path, "chat", "p1", "I want a refund for ORD-005, the speaker crackles")
-    assert asked.returncode == 0
-    path = tmp_path / store
-    empty_out(path)
-    commands = [["resume", "p1", "approve"], ["chat", "p2", "hello"]]
-    # `audit` reads the audit log only: refused when that is the one emptied.
-    if store == "audit.sqlite":
-        commands.append(["audit"])
-    else:
-        assert run(tmp_path, "audit", "--thread", "p1").returncode == 0
-    for command in commands:
-        done = run(tmp_path, *command)
-        assert done.returncode == 2, command
-        line = one_line_error(done)
-        assert f"at {path} is empty (0 bytes), yet the thread registry lists 1 conversation" in line
-        assert f"mv '{path}'" in line
-    assert path.stat().st_size == 0  # left as it was found
-    # Moved aside, ShopBot goes on without what it held.
-    path.rename(path.with_name(f"{store}.emptied"))
-    assert run(tmp_path, "chat", "p2", "Where is ORD-002?").returncode == 0
-
-
-def test_the_audit_log_reads_beside_a_damaged_thread_registry(tmp_path: Path) -> None:
-    """`shopbot audit` is how a damaged registry is looked into: it must not need one."""
-    assert run(tmp_path, "chat", "t1", "Where is ORD-002?").returncode == 0
-    registry = tmp_path / "threads.sqlite"
-    with registry.open("r+b") as file:
-        file.write(b"garbled header!!")
-    done = run(tmp_path, "audit", "--thread", "t1", "--kind", "turn_finished")
-    assert done.returncode == 0, done.stderr
-    assert "turn_finished" in done.stdout
 
 
 def test_the_command_line_exits_2_for_a_damaged_conversation(tmp_path: Path) -> None:
@@ -787,7 +746,7 @@ def test_a_turn_stopped_by_a_signal_is_noted_released_and_the_thread_goes_on(
     assert "Traceback" not in stderr
     assert len(stderr.strip().splitlines()) == 1 and stderr.startswith("shopbot: ")
     fake_mistral.acknowledge_problems()  # (the answer found its reader gone)
-    with ThreadRegistry(tmp_path / "threads.sqlite") as registry:
+    with ThreadRegistry(tmp_path / "shopbot.sqlite") as registry:
         info = registry.get("s1")
         assert info is not None and info.status == "error"
         assert [line.role for line in registry.lines("s1")] == ["customer", "note"]
@@ -940,7 +899,7 @@ def test_a_message_of_dash_is_read_from_stdin(tmp_path: Path) -> None:
     done = run_with_stdin(tmp_path, email.encode(), "chat", "in1", "-", "--customer", "Sam")
     assert done.returncode == 0, done.stderr
     assert b"In Transit" in done.stdout and done.stderr == b""
-    with ThreadRegistry(tmp_path / "threads.sqlite") as registry:
+    with ThreadRegistry(tmp_path / "shopbot.sqlite") as registry:
         sent = registry.lines("in1")[0]
     assert sent.role == "customer" and "where is my order ORD-002?" in sent.text
 
@@ -1013,7 +972,7 @@ def test_handled_closes_an_escalation_once_in_the_callers_name(tmp_path: Path) -
     closed = json.loads(done.stdout)
     assert (closed["thread_id"], closed["reason"]) == ("big", "refund above the auto-refund limit")
     name = login_name()
-    with ThreadRegistry(tmp_path / "threads.sqlite") as registry:
+    with ThreadRegistry(tmp_path / "shopbot.sqlite") as registry:
         assert registry.escalations() == []
         assert registry.lines("big")[-1].text == f"escalation handled by {name} (command line)"
     events = run(tmp_path, "audit", "--kind", "escalation_closed", "--json").stdout.splitlines()

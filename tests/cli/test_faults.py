@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from agents.store import sqlite as sqlite_store
+from agents.store.home import forget_checked
 from agents.store.shop import ShopData
 from shopbot_tui.cli.main import main
 from tests.cli.conftest import audit_events, one_line, run_json
+from tests.support.held_lock import locked_at_payment
 from tests.support.hung_turn import killed_mid_turn
 from tests.support.small_disk import fill, small_disk
 
@@ -22,7 +24,7 @@ REFUND = "I want a refund for ORD-005, the speaker crackles at any volume"
 
 
 def refunds(home: Path) -> list[str]:
-    with ShopData(home / "shop.sqlite") as shop:
+    with ShopData(home / "shopbot.sqlite") as shop:
         return [record.order_id for record in shop.refunds()]
 
 
@@ -40,27 +42,13 @@ def asked(home: Path, capsys: pytest.CaptureFixture[str]) -> Iterator[Path]:
     yield home
 
 
-class HeldLock:
-    """Another program writing to the shop's database for as long as it likes."""
-
-    def __init__(self, path: Path) -> None:
-        self._conn = sqlite3.connect(path, isolation_level=None)
-        self._conn.execute("BEGIN IMMEDIATE")
-
-    def release(self) -> None:
-        self._conn.execute("ROLLBACK")
-        self._conn.close()
-
-
 @pytest.mark.usefixtures("short_waits")
 def test_an_approval_the_ledger_cannot_take_stays_pending_and_pays_once_later(
-    asked: Path, capsys: pytest.CaptureFixture[str]
+    asked: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lock = HeldLock(asked / "shop.sqlite")
-    try:
+    with locked_at_payment(monkeypatch) as tried:
         code, said, err = run_json(capsys, "resume", "r1", "approve", "--offline")
-    finally:
-        lock.release()
+    assert tried, "the payment was never tried"
     # Not "done" with a reply promising a colleague: the command fails, and says why.
     assert code == 2, said
     assert said["status"] == "error"
@@ -90,15 +78,12 @@ def test_an_approval_the_ledger_cannot_take_stays_pending_and_pays_once_later(
 
 @pytest.mark.usefixtures("short_waits")
 def test_the_decision_taken_after_a_failed_payment_is_the_one_that_counts(
-    asked: Path, capsys: pytest.CaptureFixture[str]
+    asked: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """LangGraph keeps the answer of a node that failed and hands it to the node again on
     the next resume: a "reject" after a failed "approve" would have paid."""
-    lock = HeldLock(asked / "shop.sqlite")
-    try:
+    with locked_at_payment(monkeypatch):
         code, _, _ = run_json(capsys, "resume", "r1", "approve", "--offline")
-    finally:
-        lock.release()
     assert code == 2
     code, said, _ = run_json(capsys, "resume", "r1", "reject", "--offline")
     assert code == 0 and said["status"] == "done", said
@@ -114,7 +99,7 @@ def test_the_decision_taken_after_a_failed_payment_is_the_one_that_counts(
 def test_a_ledger_damaged_past_its_first_page_decides_nothing(
     asked: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    shop = asked / "shop.sqlite"
+    shop = asked / "shopbot.sqlite"
     with sqlite3.connect(shop) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         pages = [
@@ -186,3 +171,47 @@ def test_a_full_disk_is_said_as_one_and_everything_carries_on_once_freed(
         code, said, _ = run_json(capsys, "resume", "f1", "approve", "--offline")
         assert code == 0 and said["status"] == "done", said
         assert refunds(home) == ["ORD-005"]
+
+
+def lose(database: Path, how: str) -> None:
+    for side in ("-wal", "-shm"):
+        database.with_name(database.name + side).unlink(missing_ok=True)
+    if how == "deleted":
+        database.unlink()
+    else:
+        database.write_bytes(b"")
+
+
+@pytest.mark.parametrize("how", ["deleted", "emptied"])
+def test_a_lost_database_is_refused_by_every_command_and_nothing_is_made(
+    asked: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    database = asked / "shopbot.sqlite"
+    lose(database, how)
+    forget_checked()
+    for argv in (
+        ["resume", "r1", "approve", "--offline"],
+        ["chat", "r2", "Where is ORD-002?", "--customer", "Sam", "--offline"],
+        ["threads"],
+        ["audit"],
+        ["show", "r1"],
+        ["handled", "r1"],
+    ):
+        assert main(argv) == 2, argv
+        line = one_line(capsys.readouterr().err)
+        state = "is missing" if how == "deleted" else "is empty (0 bytes)"
+        assert f"The ShopBot database at {database} {state}" in line, (argv, line)
+        assert "Nothing was created or changed" in line, line
+    # Left as it was found: no new, empty database in its place.
+    assert database.exists() == (how == "emptied")
+    assert not database.exists() or database.stat().st_size == 0
+
+
+def test_a_brand_new_home_starts_with_no_questions_asked(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, said, _ = run_json(
+        capsys, "chat", "n1", "Where is ORD-002?", "--customer", "Sam", "--offline"
+    )
+    assert code == 0 and said["status"] == "done", said
+    assert (home / "shopbot.sqlite").exists() and (home / "home.json").exists()

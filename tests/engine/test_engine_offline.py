@@ -467,6 +467,35 @@ async def test_angry_complaint_is_reviewed(tmp_path: Path) -> None:
         assert notes[-1] == "→ handed to Order agent (complaint passed on)"
 
 
+async def test_no_money_moves_in_a_conversation_without_a_customer(tmp_path: Path) -> None:
+    """Begun without a customer, it refunded Sam's ORD-005 and then Alex's ORD-001."""
+    async with open_engine(tmp_path) as engine:
+        for text in (
+            "I want a refund for ORD-005, the speaker crackles at any volume",
+            "I want a refund for ORD-001, the left earcup stopped working",
+        ):
+            turn = await say(engine, "anon", text)
+            assert turn.result.status == "done" and turn.result.pending is None
+            assert "isn't linked to a customer" in turn.result.reply
+            assert "--customer NAME" in turn.result.reply
+        assert engine.shop.refunds() == []
+        failed = [e for e in audit_of(engine, "anon") if e.kind == "gate_failed"]
+        assert [e.detail["codes"] for e in failed] == [["customer.unknown"]] * 2
+        assert {e.detail["gate"] for e in failed} == {"ownership"}
+        # What it can do without one, it does; and no ownership check is said to have passed.
+        looked = await say(engine, "anon", "Where is my order ORD-002?")
+        assert "In Transit" in looked.result.reply
+        passed = [e.detail["gate"] for e in audit_of(engine, "anon") if e.kind == "gate_passed"]
+        assert "ownership" not in passed
+        # A complaint's review offers no compensation without a customer.
+        angry = "This is unacceptable! My parcel is two weeks late and nobody answers my emails!!!"
+        review = await say(engine, "anon-c", angry)
+        assert review.result.pending is not None
+        assert "provide_compensation" not in review.result.pending.options
+        with pytest.raises(InputError, match="not an option"):
+            await decide(engine, "anon-c", "provide_compensation")
+
+
 async def test_calm_complaint_gets_an_empathetic_answer_without_review(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         turn = await say(

@@ -20,6 +20,7 @@ from gates import (
     needs_review,
     normalise_order_id,
     validate_complaint,
+    validate_customer_known,
     validate_order_id,
     validate_ownership,
     validate_refund_action,
@@ -31,6 +32,14 @@ KNOWN = {"ORD-001", "ORD-002", "ORD-003", "ORD-004"}
 ALEX_HEADPHONES = {"customer": "Alex", "status": "Delivered", "amount": 89.99}
 SAM_CASE = {"customer": "Sam", "status": "In Transit", "amount": 14.99}
 ALEX_MONITOR = {"customer": "Alex", "status": "Delivered", "amount": 649.00}
+
+
+@pytest.mark.parametrize("customer", [None, "", "   "])
+def test_money_needs_a_known_customer(customer: str | None) -> None:
+    error = error_of(validate_customer_known(customer, "compensation"))
+    assert error.remedy is Remedy.INFORM and error.codes == ("customer.unknown",)
+    assert "compensation cannot be made here" in error and "Do not try it again" in error
+    assert validate_customer_known(" Sam ") == (True, {"customer": "Sam"})
 
 
 def error_of(result: tuple[bool, object]) -> GateError:

@@ -382,7 +382,7 @@ async def test_an_approval_pays_the_amount_approved_or_nothing(tmp_path: Path) -
         asked = await say(engine, "amt", f"Refund ORD-001, {REFUND_REASON}", "Alex")
         assert asked.result.pending is not None
         assert asked.result.pending.payload["amount"] == "89.99"
-        with sqlite3.connect(tmp_path / "shop.sqlite") as shop:
+        with sqlite3.connect(tmp_path / "shopbot.sqlite") as shop:
             shop.execute("UPDATE orders SET amount_cents = 45000 WHERE order_id = 'ORD-001'")
         shop.close()
         done = await decide(engine, "amt", "approve")

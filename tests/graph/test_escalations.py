@@ -86,9 +86,9 @@ async def test_the_queue_outlives_the_process(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         assert [e.thread_id for e in engine.escalations()] == ["big"]
     # A registry made before escalations were kept gains the table when it is opened.
-    with ThreadRegistry(tmp_path / "threads.sqlite") as registry:
+    with ThreadRegistry(tmp_path / "shopbot.sqlite") as registry:
         registry._conn.execute("DROP TABLE escalations")
-    with ThreadRegistry(tmp_path / "threads.sqlite") as registry:
+    with ThreadRegistry(tmp_path / "shopbot.sqlite") as registry:
         assert registry.escalations() == []
         registry.escalate("big", agent=None, reason="key sk-abcdefghijklmnopqrstuvwxyz123456")
         stored = next(iter(registry.escalations()), None)

@@ -364,8 +364,8 @@ async def run_supervisor(scenario: Scenario, home: Path) -> ScenarioRun:
     run = ScenarioRun("supervisor", scenario.name)
     graph = build_supervisor_graph(model)
     settings = Settings(home=home, force_offline=True)
-    shop = ShopData(settings.shop_path)
-    audit = AuditLog(settings.audit_path)
+    shop = ShopData(settings.database_path)
+    audit = AuditLog(settings.database_path)
     context = ShopContext(scenario.name, scenario.customer, shop, audit, RetryBudget(attempts=1))
     config: dict[str, Any] = {
         "configurable": {"thread_id": scenario.name},

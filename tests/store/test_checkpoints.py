@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agents.facade import ShopBotEngine
 from agents.models.offline.demo_model import OfflineDemoModel
 from agents.runner.engine import PRUNE_EVERY
+from agents.store import checkpoints
 from agents.store.checkpoints import open_checkpoints
 from agents.store.sqlite import StorageError
 from tests.support.engine import decide, history, open_engine, say
@@ -21,7 +23,7 @@ REFUND = "I want a refund for ORD-001, the headphones arrived broken and do not 
 
 def rows(home: Path, thread: str) -> list[tuple[str, str]]:
     """(namespace, checkpoint id) of the thread's stored checkpoints, read from the file."""
-    with sqlite3.connect(home / "checkpoints.sqlite") as db:
+    with sqlite3.connect(home / "shopbot.sqlite") as db:
         found = db.execute(
             "SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = ? "
             "ORDER BY checkpoint_id",
@@ -31,7 +33,7 @@ def rows(home: Path, thread: str) -> list[tuple[str, str]]:
 
 
 def writes(home: Path, thread: str) -> int:
-    with sqlite3.connect(home / "checkpoints.sqlite") as db:
+    with sqlite3.connect(home / "shopbot.sqlite") as db:
         query = "SELECT COUNT(*) FROM writes WHERE thread_id = ?"
         (count,) = db.execute(query, (thread,)).fetchone()
     return int(count)
@@ -96,9 +98,9 @@ async def test_delete_and_unknown_strategies(tmp_path: Path) -> None:
 
 
 async def test_a_store_that_is_not_a_database_is_refused_clearly(tmp_path: Path) -> None:
-    path = tmp_path / "checkpoints.sqlite"
+    path = tmp_path / "shopbot.sqlite"
     path.write_bytes(b"this is not a database, it is a shopping list" * 100)
-    with pytest.raises(StorageError, match="conversation store"):
+    with pytest.raises(StorageError, match=f"ShopBot database at {path} is damaged"):
         await open_checkpoints(path)
 
 
@@ -107,7 +109,7 @@ def namespaces(home: Path, thread: str) -> set[str]:
 
 
 def written_checkpoints(home: Path, thread: str) -> set[str]:
-    with sqlite3.connect(home / "checkpoints.sqlite") as db:
+    with sqlite3.connect(home / "shopbot.sqlite") as db:
         found = db.execute(
             "SELECT DISTINCT checkpoint_id FROM writes WHERE thread_id = ?", (thread,)
         ).fetchall()
@@ -156,7 +158,7 @@ async def test_a_pruning_that_fails_on_a_lock_ends_no_turn_and_leaves_no_transac
         await chat(engine, "busy", PRUNE_EVERY - 1)
         # Another process takes the write lock as the pruning starts, and holds it past the
         # pruning's patience.
-        other = sqlite3.connect(tmp_path / "checkpoints.sqlite", isolation_level=None)
+        other = sqlite3.connect(tmp_path / "shopbot.sqlite", isolation_level=None)
         prune = engine._saver.aprune
 
         async def lock_first(thread_ids: list[str], *, strategy: str = "keep_latest") -> None:
@@ -180,39 +182,62 @@ async def test_a_pruning_that_fails_on_a_lock_ends_no_turn_and_leaves_no_transac
         assert len(rows(tmp_path, "busy")) == 1
 
 
-@pytest.mark.parametrize("failure", [sqlite3.OperationalError("disk I/O error"), "cancelled"])
+class FailingOn:
+    """A connection whose statements starting with `prefix` fail (the deletions before them
+    having run inside the same transaction)."""
+
+    def __init__(self, conn: sqlite3.Connection, prefix: str, deleted: list[str]) -> None:
+        self._conn, self._prefix, self._deleted = conn, prefix, deleted
+
+    def execute(self, sql: str, *args: object) -> object:
+        if sql.startswith(self._prefix):
+            raise sqlite3.OperationalError("disk I/O error")
+        if sql.startswith("DELETE"):
+            self._deleted.append(sql)
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._conn, name)
+
+
 async def test_a_pruning_that_fails_half_way_deletes_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: Exception | str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with open_engine(tmp_path) as engine:
         await chat(engine, "half", PRUNE_EVERY - 1)
         before = rows(tmp_path, "half")
         writes_before = writes(tmp_path, "half")
-        conn = engine._saver.conn
-        execute = conn.execute
         deleted: list[str] = []
+        connect = sqlite3.connect
 
-        # The `writes` rows are already deleted inside the transaction when the deletion of
-        # the checkpoints fails (or the task is cancelled while it waits for it).
-        async def fail_on_checkpoints(sql: str, *args: object) -> object:
-            if sql.startswith("DELETE FROM checkpoints"):
-                if failure == "cancelled":
-                    raise asyncio.CancelledError
-                assert isinstance(failure, Exception)
-                raise failure
-            if sql.startswith("DELETE"):
-                deleted.append(sql)
-            return await execute(sql, *args)
+        def failing(*args: Any, **kwargs: Any) -> Any:
+            return FailingOn(connect(*args, **kwargs), "DELETE FROM checkpoints", deleted)
 
-        monkeypatch.setattr(conn, "execute", fail_on_checkpoints)
-        with pytest.raises((sqlite3.OperationalError, asyncio.CancelledError)):
+        monkeypatch.setattr(checkpoints.sqlite3, "connect", failing)
+        with pytest.raises(sqlite3.OperationalError):
             await engine._saver.aprune(["half"], strategy="idle")
         monkeypatch.undo()
         assert deleted  # the failure came after a deletion had run
-        assert not conn.in_transaction
         # Rolled back as a whole: the deleted `writes` rows are back, nothing is half pruned.
         assert rows(tmp_path, "half") == before
         assert writes(tmp_path, "half") == writes_before
-        # The shared connection still writes: the next turns run and the pruning succeeds.
+        # The saver still writes: the next turns run and the pruning succeeds.
         await chat(engine, "half", 1)
         assert len(rows(tmp_path, "half")) == 1
+
+
+async def test_a_pruning_whose_turn_is_cancelled_prunes_whole_or_not_at_all(
+    tmp_path: Path,
+) -> None:
+    async with open_engine(tmp_path) as engine:
+        await chat(engine, "cut", PRUNE_EVERY - 1)
+        pruning = asyncio.ensure_future(engine._saver.aprune(["cut"], strategy="idle"))
+        await asyncio.sleep(0)
+        pruning.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await pruning
+        # (The transaction runs in its worker to its end: a cancelled wait cuts nothing.)
+        await asyncio.to_thread(lambda: None)
+        left = len(rows(tmp_path, "cut"))
+        assert left in (1, PRUNE_EVERY - 1), left
+        await chat(engine, "cut", 1)

@@ -36,7 +36,7 @@ def garble_past_first_page(path: Path) -> bytes:
 def damage_thread_state(home: Path, thread_id: str) -> None:
     """Inside a sound file, make one thread's stored state undecodable (0xc1 is a byte
     MessagePack never uses)."""
-    with sqlite3.connect(home / "checkpoints.sqlite") as conn:
+    with sqlite3.connect(home / "shopbot.sqlite") as conn:
         conn.execute(
             "UPDATE checkpoints SET checkpoint = X'c1c1c1c1' WHERE thread_id = ?", (thread_id,)
         )

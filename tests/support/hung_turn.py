@@ -44,7 +44,7 @@ def killed_mid_turn(home: Path, thread_id: str) -> None:
     )
     try:
         deadline = time.monotonic() + 60
-        while not _answering(home / "threads.sqlite", thread_id):
+        while not _answering(home / "shopbot.sqlite", thread_id):
             assert turn.poll() is None, "the turn ended by itself"
             assert time.monotonic() < deadline, "the turn never started"
             time.sleep(0.05)

@@ -145,7 +145,7 @@ async def test_the_chat_keeps_the_viewers_connections_between_openings(
             await settle(pilot)
             assert not isinstance(app.screen, AuditViewerScreen)
             # The first opening connected (a page, the count); the others reuse them.
-            assert {log.path for log in counted.opened} == {app.settings.audit_path}
+            assert {log.path for log in counted.opened} == {app.settings.database_path}
             assert len(counted.opened) == 2
             assert counted.closed == []
     # Quitting closes them (on a thread of their own: wait for it).

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -23,6 +22,7 @@ from agents.store import sqlite as sqlite_store
 from shopbot_tui.chat.approval_screen import TINY_BELOW, ApprovalScreen
 from shopbot_tui.chat.screen import ChatScreen
 from shopbot_tui.threads.screen import ThreadsScreen
+from tests.support.held_lock import locked_at_payment
 from tests.support.tui import (
     SIZE,
     RecordingApp,
@@ -135,14 +135,9 @@ async def test_an_approval_the_ledger_cannot_take_is_asked_again_and_pays_once(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await dialog_after(pilot, REFUND)
-        locker = sqlite3.connect(tmp_path / "shop.sqlite", isolation_level=None)
-        locker.execute("BEGIN IMMEDIATE")  # another program, writing for as long as it likes
-        try:
+        with locked_at_payment(monkeypatch):  # another program, writing as long as it likes
             await pilot.press("a", "enter")
             await settle(pilot)
-        finally:
-            locker.execute("ROLLBACK")
-            locker.close()
         # Not a reply promising a colleague: the same question, saying what went wrong.
         screen = app.screen
         assert isinstance(screen, ApprovalScreen), type(screen)

@@ -76,7 +76,7 @@ async def shopbot(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def refunds_paid(home: Path) -> list[str]:
-    with ShopData(Settings(home=home, force_offline=True).shop_path) as shop:
+    with ShopData(Settings(home=home, force_offline=True).database_path) as shop:
         return [record.order_id for record in shop.refunds()]
 
 
@@ -164,7 +164,7 @@ async def test_a_decision_being_answered_in_another_window_is_neither_sent_nor_a
         assert transcript_on_screen(second) == stored(second)
         assert second.chat.panel.step == "idle"
     assert refunds_paid(tmp_path) == ["ORD-005"]
-    with AuditLog(Settings(home=tmp_path).audit_path) as audit:
+    with AuditLog(Settings(home=tmp_path).database_path) as audit:
         kinds = [event.kind for event in audit.page(AuditQuery(thread_id="t-test"), limit=1000)]
     assert kinds.count("approval_decided") == kinds.count("refund_processed") == 1
 

@@ -17,6 +17,7 @@ from textual.widgets import Button, DataTable, Input, Tab, Tabs
 from agents.facade import AuditQuery, ShopBotEngine
 from agents.models.offline.demo_model import OfflineDemoModel
 from agents.settings import Settings
+from agents.store.home import forget_checked
 from agents.store.threads import ChatLine
 from shopbot_tui.audit.screen import AuditViewerScreen
 from shopbot_tui.audit.table import AuditEventTable
@@ -532,43 +533,54 @@ async def test_a_conversation_whose_stored_state_is_damaged_says_so_and_the_app_
         assert "In Transit" in replies(app)[-1]
 
 
-async def test_an_emptied_audit_log_is_named_and_the_viewer_does_not_fill_it_anew(
-    tmp_path: Path,
+@pytest.mark.parametrize("how", ["deleted", "emptied"])
+async def test_a_lost_database_is_named_and_the_app_makes_no_new_one(
+    tmp_path: Path, how: str
 ) -> None:
     await begin_conversation(tmp_path, "t-kept", "Sam")
-    path = tmp_path / "audit.sqlite"
-    path.write_bytes(b"")
+    path = tmp_path / "shopbot.sqlite"
     for suffix in ("-wal", "-shm"):
         path.with_name(path.name + suffix).unlink(missing_ok=True)
+    if how == "deleted":
+        path.unlink()
+    else:
+        path.write_bytes(b"")
+    forget_checked()
+    state = "is missing" if how == "deleted" else "is empty (0 bytes)"
     app = make_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.engine is None
         (problem,) = iter_notices(app, "error")
-        assert f"The audit log at {path} is empty (0 bytes)" in problem
+        assert f"The ShopBot database at {path} {state}" in problem
         app.notices.clear()
         await pilot.press("ctrl+l")  # the log, with no engine: it must not set up a new one
         await wait_until(pilot, lambda: bool(app.notices), "the viewer said why")
-        assert any("is empty (0 bytes)" in text for _, _, text in app.notices)
-    assert path.stat().st_size == 0
+        assert any(state in text for _, _, text in app.notices)
+    assert path.exists() == (how == "emptied")
     again = make_app(tmp_path)
     async with again.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert again.engine is None  # still refused: the emptied log was left as found
+        assert again.engine is None  # still refused: the database was left as found
 
 
-async def test_an_audit_log_damaged_past_its_first_page_is_named_when_the_app_starts(
+async def test_a_database_damaged_past_its_first_page_is_named_when_a_read_trips_on_it(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "audit.sqlite"
+    await begin_conversation(tmp_path, "t-kept", "Sam")
+    path = tmp_path / "shopbot.sqlite"
     filled_audit_log(path)
     damaged = garble_past_first_page(path)
     app = make_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        (problem,) = iter_notices(app, "error")
-        assert problem.startswith(f"ShopBot could not start: The audit log at {path} is damaged")
-        assert app.engine is None
+        # (Wherever it trips first, starting or in the audit log, it says which file.)
+        await pilot.press("ctrl+l")
+        await wait_until(
+            pilot, lambda: any("is damaged" in t for _, _, t in app.notices), "the damage named"
+        )
+        problem = next(t for _, _, t in app.notices if "is damaged" in t)
+        assert f"at {path} is damaged" in problem, problem
     assert path.read_bytes() == damaged
 
 

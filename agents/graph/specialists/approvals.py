@@ -186,19 +186,21 @@ async def _apply_refund_decision(
         return {"messages": [tool_answer(call, REFUND_DECISIONS[decision])], **closed}
     # The refund runs on the validated payload, never on the model's arguments.
     args = {"order_id": payload["order_id"], "reason": payload["reason"]}
+    # What the writer holds goes first: the refund's own event is written with its ledger
+    # row (in one transaction), and must not come before the decision that let it through.
+    audit.flush()
     # The refund runs in a worker thread: a stop landing while it runs would leave the
-    # money paid and its record unwritten. So no stop until both are done.
+    # money paid and its reply unsaid. So no stop until it is done.
     with runtime.context.unstoppable():
         # (Failures raise: a payment that did not happen is never a tool answer.)
         answer = await run_tool(spec.name, process_refund, call, args, state, runtime, strict=True)
         outcome = answer.artifact if isinstance(answer.artifact, dict) else {}
         if outcome.get("created"):
-            paid_now = RefundPaid(
-                spec.name, outcome["order_id"], outcome["reference"], outcome["amount"]
+            # (Its `refund_processed` event, naming who approved it, is in the audit log.)
+            report(
+                runtime,
+                RefundPaid(spec.name, outcome["order_id"], outcome["reference"], outcome["amount"]),
             )
-            # (Who approved it, beside the payment: one event answers "who let this through".)
-            detail = {**outcome, **_decided_by(runtime)}
-            report(runtime, paid_now, kind="refund_processed", agent=spec.name, detail=detail)
         elif reason := outcome.get("escalate"):
             # "A colleague will review it" is a promise: a person is told, in the queue.
             report(
@@ -260,7 +262,9 @@ def complaint_review_payload(state: SpecialistState, customer: str | None) -> di
         "sentiment": validated.get("sentiment", ""),
         "customer": customer,
         "gates": state.get("gate_checks", []),
-        "options": list(COMPLAINT_OPTIONS),
+        # Compensation is money too: only for a known customer (see gates/order_id.py).
+        "options": [o for o in COMPLAINT_OPTIONS if customer or o != "provide_compensation"],
+        **({} if customer else {"no_compensation": "no customer is identified"}),
     }
 
 

@@ -15,7 +15,8 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, tool
 
 from agents.graph.context import ShopContext
-from agents.store.shop import Order
+from agents.names import REFUND_AGENT
+from agents.store.shop import Order, RefundAudit
 from gates import AUTO_REFUND_LIMIT, REFUNDABLE_STATUS, normalise_order_id, validate_ownership
 
 
@@ -113,8 +114,14 @@ def process_refund(
             )
         }
     context: ShopContext = runtime.context
+    reviewer = context.reviewer.audit_detail() if context.reviewer is not None else {}
     outcome = context.shop.record_refund(
-        order.order_id, amount=approved, reason=reason, thread_id=context.thread_id
+        order.order_id,
+        amount=approved,
+        reason=reason,
+        thread_id=context.thread_id,
+        # The audit event goes with the ledger row, in its transaction (who let it through).
+        recorded_by=RefundAudit(context.thread_id, REFUND_AGENT, reviewer),
     )
     record = outcome.record
     facts = {

@@ -37,6 +37,13 @@ SORRY_WHICH_HELP = (
     "looks like ORD-001)."
 )
 ENGLISH_ONLY = "I'm sorry, this offline demo only reads English."
+# The gate's "no customer is identified" (gates/order_id.py), as the demo model says it.
+NO_CUSTOMER_REFUND = (
+    "I can't make a refund in this conversation: it isn't linked to a customer, and a refund "
+    "needs the customer who owns the order. Here I can look up an order's status and explain "
+    "the refund policy. For a refund, start a conversation for the customer by name (in the "
+    "app: ctrl+t, type their name, then New; on the command line: --customer NAME)."
+)
 CANNOT_CANCEL = (
     "I'm sorry, I can't cancel orders: there is no way for me to cancel one from this chat."
 )

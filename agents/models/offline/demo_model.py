@@ -25,6 +25,7 @@ from agents.models.offline.answers import (
     MORE_REASON,
     NEED_ORDER_ID,
     NO_COMPLAINT,
+    NO_CUSTOMER_REFUND,
     NO_REFUND,
     REFUND_DECLINED,
     REFUND_ESCALATED,
@@ -350,6 +351,8 @@ class OfflineDemoModel(LocalChatModel):
     def _relay_refusal(cls, content: str) -> str:
         if "No order ID was given" in content:
             return ASK_ORDER_ID
+        if "No customer is identified" in content:
+            return NO_CUSTOMER_REFUND
         # Not delivered first: a reason would not make it refundable.
         if status := re.search(r"Order (ORD-\d+) has status '([^']+)'", content):
             return cls._not_delivered(status.group(1), status.group(2))
