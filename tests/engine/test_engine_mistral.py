@@ -303,6 +303,23 @@ async def test_a_reply_the_provider_says_broke_off_is_retried(
         assert [m.content for m in await history(engine, "fe") if m.type == "ai"] == ["Hello!"]
 
 
+async def test_a_wait_that_would_outlast_the_answers_deadline_is_not_waited(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    # The answer's deadline covers the waits between attempts: a Retry-After past it would
+    # only fail the turn later, after a silent wait.
+    fake_mistral.fail_next(429, times=2, retry_after=0.5)
+    async with open_engine(
+        tmp_path, offline=False, retry=replace(FAST_RETRY, reply_deadline=0.3)
+    ) as engine:
+        turn = await say(engine, "ra", "Hi", "Alex")
+        assert turn.result.status == "error" and "rate limiting" in (turn.result.error or "")
+        assert turn.of(Retrying) == []
+        errors = [e.detail for e in audit_of(engine, "ra") if e.kind == "provider_error"]
+        assert [e["attempts"] for e in errors] == [1]
+    assert fake_mistral.received == 1
+
+
 async def test_provider_down_then_back(tmp_path: Path, fake_mistral: FakeMistralServer) -> None:
     async with open_engine(tmp_path, offline=False) as engine:
         fake_mistral.stop()
