@@ -22,10 +22,10 @@ class RetryBudget:
     # Seconds without a byte from the provider before an attempt is given up (the client's
     # connect, read and write timeouts). Mistral's first token takes a second or two, a
     # structured extraction (not streamed, so no byte until it is whole) a few.
-    silence_timeout: float = 12.0
-    # Attempts that time out so, at most: a hung provider is given up on after 2 x 12 s and
-    # one backoff, 25 s, not four times that. With `shopbot chat`'s start-up (up to 12 s
-    # seen on a loaded machine) the person has the error within 45 s of pressing Enter.
+    silence_timeout: float = 10.0
+    # Attempts that time out so, at most: a hung provider is given up on after 2 x 10 s and
+    # one backoff, 21 s, not four times that. With `shopbot chat`'s start-up (5 to 17 s
+    # seen on a busy machine) the person has the error within 45 s of pressing Enter.
     timeout_attempts: int = 2
     base_delay: float = 0.5
     max_delay: float = 8.0

@@ -18,16 +18,16 @@ from tests.support.fake_mistral import FAKE_API_KEY
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "provider-failures.md"
 # What `shopbot chat` may take from its start to its first request on a loaded machine (5 to
-# 12 s measured on a busy 2-core one; tests/cli/test_cli.py measures it): the rest of the
+# 17 s measured on a busy 2-core one; tests/cli/test_cli.py measures it): the rest of the
 # 45 s a person waits at most for a provider that never answers is the provider's.
-START_UP_ALLOWANCE = 15.0
+START_UP_ALLOWANCE = 20.0
 
 
 def test_the_default_limits_are_the_documented_ones() -> None:
     # Changing one means changing what the README and docs/provider-failures.md promise.
     assert RetryBudget() == RetryBudget(
         attempts=4,
-        silence_timeout=12.0,
+        silence_timeout=10.0,
         timeout_attempts=2,
         base_delay=0.5,
         max_delay=8.0,
