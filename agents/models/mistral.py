@@ -1,4 +1,4 @@
-"""`ChatMistralAI` whose streamed replies are merged as they arrive (see `reply_streaming`), and
+"""`ChatMistralAI` whose streamed replies are merged as they arrive (see `streaming.py`), and
 whose replies count only when they are whole.
 
 Imported only when a key is set: langchain-mistralai is not needed for the offline demo.
@@ -19,9 +19,6 @@ from langchain_mistralai import ChatMistralAI
 from agents.errors import IncompleteReply, UnreadableReply
 from agents.models.streaming import generate_streamed, wants_stream
 
-# How the client fails on an answer that is not Mistral's: a body that is not JSON, an event
-# stream that is not one (SSEError: the wrong content type, retried as "cannot be reached").
-_UNREADABLE = (json.JSONDecodeError, SSEError)
 # Mistral's `finish_reason` for a generation that broke off midway: what came is not a reply.
 _FAILED_MIDWAY = "error"
 
@@ -67,11 +64,14 @@ class StreamingChatMistral(ChatMistralAI):
             if wants_stream(run_manager):
                 return await generate_streamed(self, messages, stop, run_manager, **kwargs)
             return await super()._agenerate(messages, stop, run_manager, stream, **kwargs)
+        # How the client fails on an answer that is not Mistral's: a body that is not JSON
+        # (or JSON cut short), an event stream that is not one (SSEError: the wrong content
+        # type, retried as "cannot be reached").
         except json.JSONDecodeError as exc:
             if _cut_short(exc):
                 raise IncompleteReply(f"the body was cut short ({exc})") from exc
             raise UnreadableReply(f"{type(exc).__name__}: {exc}") from exc
-        except _UNREADABLE as exc:
+        except SSEError as exc:
             raise UnreadableReply(f"{type(exc).__name__}: {exc}") from exc
 
     async def _astream(

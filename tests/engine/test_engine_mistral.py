@@ -478,6 +478,8 @@ async def test_a_reply_stopped_mid_stream_leaves_a_history_mistral_accepts(
     [
         pytest.param("<html><body>Please log in to the Wi-Fi</body></html>", id="html-page"),
         pytest.param({"error": {"message": "quota exceeded"}}, id="json-of-another-shape"),
+        # Whole, but not JSON: not taken for a body cut short.
+        pytest.param('{"error": "quota exceeded", }', id="broken-json"),
     ],
 )
 async def test_an_answer_that_is_not_a_mistral_reply_fails_as_the_provider(
