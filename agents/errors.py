@@ -34,3 +34,9 @@ class UnreadableReply(Exception):
     """The model provider answered, but not with a reply its client can read: a proxy's or
     captive portal's HTML page, JSON of another shape, an event stream with nothing in it.
     A provider failure (retried, then said as one), not a fault inside ShopBot."""
+
+
+class IncompleteReply(Exception):
+    """The model provider's reply stopped before its end: a stream that ends with no
+    `finish_reason` (no final chunk), a body cut short, a reply it says failed midway. What
+    came is not the reply: a provider failure, retried like a 5xx, then said as one."""

@@ -15,18 +15,25 @@ from agents.store.shop import ShopData
 
 @dataclass(frozen=True)
 class RetryBudget:
-    """How hard to try a provider that answers 429 or 5xx."""
+    """How hard and how long to try the model provider for one answer. The README states
+    these limits (tests/models/test_provider_limits.py holds the two to each other)."""
 
     attempts: int = 4
-    # A request that timed out (the client waits 30 s for each read) is tried once more, not
-    # as often as a refusal: a hung provider kept the person waiting two minutes in silence.
+    # Seconds without a byte from the provider before an attempt is given up (the client's
+    # connect, read and write timeouts). Mistral's first token takes a second or two, a
+    # structured extraction (not streamed, so no byte until it is whole) a few.
+    silence_timeout: float = 10.0
+    # Attempts that time out so, at most: a hung provider is given up on after 2 x 10 s and
+    # one backoff, 21 s, not four times that. With `shopbot chat`'s start-up (5 to 17 s
+    # seen on a busy machine) the person has the error within 45 s of pressing Enter.
     timeout_attempts: int = 2
     base_delay: float = 0.5
     max_delay: float = 8.0
     # A Retry-After longer than this is not waited for: the turn fails cleanly instead.
     max_retry_after: float = 30.0
-    # One answer, streamed or not, from request to last token. The client's timeout is per
-    # read: a provider that trickles a token every 25 s would otherwise never time out.
+    # One answer, streamed or not, from its first request to its last token, retries and the
+    # waits between them included. The silence limit alone is per read: a provider that
+    # trickles a token every few seconds would never trip it.
     reply_deadline: float = 120.0
 
 

@@ -5,14 +5,19 @@ from __future__ import annotations
 from langchain_core.language_models import BaseChatModel
 
 from agents.errors import ConfigurationError
+from agents.graph.context import RetryBudget
 from agents.settings import Settings
 
-# A model call that takes longer than this is treated as a transient provider failure.
-REQUEST_TIMEOUT_S = 30
 
-
-def make_model(settings: Settings, *, offline_token_delay: float = 0.0) -> BaseChatModel:
-    """`offline_token_delay` paces the offline demo model's stream, so a person sees it type."""
+def make_model(
+    settings: Settings,
+    *,
+    silence_timeout: float = RetryBudget.silence_timeout,
+    offline_token_delay: float = 0.0,
+) -> BaseChatModel:
+    """`silence_timeout`: seconds without a byte from the provider before a request is given
+    up (`RetryBudget.silence_timeout`). `offline_token_delay` paces the offline demo model's
+    stream, so a person sees it type."""
     if settings.offline:
         from agents.models.offline.demo_model import OfflineDemoModel
 
@@ -28,6 +33,8 @@ def make_model(settings: Settings, *, offline_token_delay: float = 0.0) -> BaseC
         model=settings.model_name,
         api_key=settings.api_key,
         temperature=0,
-        timeout=REQUEST_TIMEOUT_S,
+        # httpx's connect, read, write and pool timeouts: per read, not per answer (our
+        # own deadline in provider.py bounds the whole answer).
+        timeout=silence_timeout,
         max_retries=1,
     )

@@ -20,7 +20,7 @@ from langchain_core.runnables.config import ensure_config, merge_configs
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 
-from agents.errors import UnreadableReply
+from agents.errors import IncompleteReply, UnreadableReply
 from agents.events import Retrying
 from agents.graph.context import RetryBudget, ShopContext
 from agents.graph.reporting import report
@@ -68,7 +68,7 @@ def retry_delay(
     elif isinstance(exc, httpx.TimeoutException):
         if timeouts >= budget.timeout_attempts:
             return None
-    elif not isinstance(exc, httpx.TransportError | UnreadableReply):
+    elif not isinstance(exc, httpx.TransportError | UnreadableReply | IncompleteReply):
         return None
     backoff: float = min(budget.max_delay, budget.base_delay * 2.0 ** (attempt - 1))
     return backoff * random.uniform(0.8, 1.2)
@@ -78,14 +78,16 @@ def describe_failure(
     exc: BaseException,
     *,
     deadline: float | None = None,
+    silence: float | None = None,
     retrying: bool = False,
     patience: float | None = None,
 ) -> str:
     """One line for the customer-facing error: what failed, never a stack trace or a key.
-    `retrying`: only what failed, without what to do about it ("try again later" read oddly
-    beside "Retrying in 0.5s": ShopBot is the one trying again). `patience`: the longest
+    `deadline` and `silence`: the limits of `RetryBudget` a timeout ran into. `retrying`:
+    only what failed, without what to do about it ("try again later" read oddly beside
+    "Retrying in 0.5s": ShopBot is the one trying again). `patience`: the longest
     Retry-After ShopBot waits for, said when the provider asked for more."""
-    what, advice = _failure_parts(exc, deadline)
+    what, advice = _failure_parts(exc, deadline, silence)
     if retrying:
         return f"{what}."
     if (wait := _asked_wait(exc)) is not None:
@@ -114,11 +116,15 @@ def _duration(seconds: float) -> str:
     return f"{math.ceil(seconds / 86400):,} days"
 
 
-def _failure_parts(exc: BaseException, deadline: float | None) -> tuple[str, str]:
+def _failure_parts(
+    exc: BaseException, deadline: float | None, silence: float | None
+) -> tuple[str, str]:
     """What failed, and what the person can do about it ("" when nothing)."""
     if isinstance(exc, TimeoutError):
         within = f" within {deadline:g} s" if deadline is not None else ""
         return f"The model provider did not finish its answer{within}", "try again later"
+    if isinstance(exc, IncompleteReply):
+        return "The model provider ended its answer before it was complete", "try again later"
     if isinstance(exc, httpx.HTTPStatusError):
         status = exc.response.status_code
         if status in (401, 403):
@@ -136,8 +142,16 @@ def _failure_parts(exc: BaseException, deadline: float | None) -> tuple[str, str
             "The model provider's answer could not be read (not a Mistral reply)",
             "check MISTRAL_BASE_URL",
         )
+    if isinstance(exc, httpx.ConnectTimeout):
+        within = f" within {silence:g} s" if silence is not None else ""
+        return (
+            f"The model provider cannot be reached (no connection{within})",
+            "check the network or MISTRAL_BASE_URL",
+        )
     if isinstance(exc, httpx.TimeoutException):
-        return "The model provider did not answer in time", "try again later"
+        if silence is None:
+            return "The model provider did not answer in time", "try again later"
+        return f"The model provider sent nothing for {silence:g} s", "try again later"
     if isinstance(exc, httpx.ConnectError | httpx.ProxyError | httpx.UnsupportedProtocol):
         return "The model provider cannot be reached", "check the network or MISTRAL_BASE_URL"
     if isinstance(exc, httpx.TransportError):
@@ -151,8 +165,9 @@ def _failure_parts(exc: BaseException, deadline: float | None) -> tuple[str, str
 
 def _is_provider_failure(exc: BaseException) -> bool:
     # TimeoutError: our own deadline on a whole answer (`RetryBudget.reply_deadline`).
-    # UnreadableReply: it answered, with something that is not a reply (see `agents.errors`).
-    return isinstance(exc, httpx.HTTPError | TimeoutError | UnreadableReply)
+    # UnreadableReply: it answered, with something that is not a reply; IncompleteReply: with
+    # the start of one (see `agents.errors`).
+    return isinstance(exc, httpx.HTTPError | TimeoutError | UnreadableReply | IncompleteReply)
 
 
 async def _stream_reply(
@@ -202,10 +217,14 @@ async def call_model(
     retry the fronts are told, with `Retrying`, to drop what they had shown).
     """
     budget = runtime.context.retry
+    loop = asyncio.get_running_loop()
+    # One deadline for the answer, from its first request: retries and their waits spend it
+    # too (a fresh one per attempt let a trickling provider keep a person 124 s, not 120).
+    deadline = loop.time() + budget.reply_deadline
     timeouts = 0
     for attempt in range(1, budget.attempts + 1):
         try:
-            async with asyncio.timeout(budget.reply_deadline):
+            async with asyncio.timeout_at(deadline):
                 if on_text is None:
                     return await model.ainvoke(list(messages))
                 return await _stream_reply(model, list(messages), on_text)
@@ -215,15 +234,21 @@ async def call_model(
             if not _is_provider_failure(exc):
                 raise
             timeouts += isinstance(exc, httpx.TimeoutException)
-            # Not retried after the deadline: a provider that slow is not better a moment later.
+            # Not retried after the deadline (nothing is left of it), nor when the wait
+            # before the next attempt would outlast it: failing then says the same, later.
             delay = (
                 retry_delay(exc, attempt, budget, timeouts=timeouts)
                 if attempt < budget.attempts and not isinstance(exc, TimeoutError)
                 else None
             )
+            if delay is not None and loop.time() + delay >= deadline:
+                delay = None
             if delay is None:
                 message = describe_failure(
-                    exc, deadline=budget.reply_deadline, patience=budget.max_retry_after
+                    exc,
+                    deadline=budget.reply_deadline,
+                    silence=budget.silence_timeout,
+                    patience=budget.max_retry_after,
                 )
                 report(
                     runtime,
@@ -243,7 +268,7 @@ async def call_model(
                     agent=agent,
                     attempt=attempt,
                     delay=round(delay, 2),
-                    reason=describe_failure(exc, retrying=True),
+                    reason=describe_failure(exc, silence=budget.silence_timeout, retrying=True),
                 ),
             )
             await asyncio.sleep(delay)

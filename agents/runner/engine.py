@@ -92,8 +92,12 @@ class ShopBotEngine:
         self.settings = settings
         # A model we built is ours to close; one handed in belongs to the caller.
         self._owns_model = model is None
-        self.model = model or make_model(settings, offline_token_delay=offline_token_delay)
         self.retry = retry or RetryBudget()
+        self.model = model or make_model(
+            settings,
+            silence_timeout=self.retry.silence_timeout,
+            offline_token_delay=offline_token_delay,
+        )
         self._connection: aiosqlite.Connection | None = None
         self.graph: Any = None
 

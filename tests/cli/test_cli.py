@@ -10,12 +10,14 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agents.audit.log import AuditLog
+from agents.graph.context import RetryBudget
 from agents.reviewer import login_name
 from agents.store.threads import ThreadRegistry
 from tests.support.damage import damage_thread_state, filled_audit_log, garble_past_first_page
@@ -383,6 +385,23 @@ def test_a_provider_asking_for_an_hour_fails_at_once_and_says_how_long(
     said = one_line_error(done)
     assert "asks to wait 60 min, longer than ShopBot waits (30 s); try again in 60 min." in said
     assert "in a moment" not in said
+
+
+def test_the_command_starts_soon_enough_for_a_hung_provider_to_be_told_within_45_s(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    # What the limits make of a hung provider is measured in process (test_cli_provider.py);
+    # this is the rest of the 45 s: the console script's start, up to its first request.
+    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
+    fake_mistral.script(text("Hello!"))
+    started = time.monotonic()
+    done = run(tmp_path, "chat", "s1", "Hi", env=env)
+    assert done.returncode == 0, done.stderr
+    start_up = fake_mistral.received_times()[0] - started
+    budget = RetryBudget()
+    longest_backoff = budget.base_delay * 1.2
+    hung = budget.timeout_attempts * budget.silence_timeout + longest_backoff
+    assert start_up + hung <= 45.0, f"{start_up:.1f} s to the first request"
 
 
 def test_approval_survives_a_new_process_through_mistral(

@@ -10,7 +10,6 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 
-import httpx
 import pytest
 
 from agents.events import HandedOff, LimitReached, Retrying, TokenDelta, TurnFailed
@@ -18,6 +17,7 @@ from agents.graph.other_orders import other_orders_sentence
 from agents.graph.replies import LIMIT_REACHED, TURN_STOPPED_NOTE
 from agents.graph.specialists.spec import MAX_HANDOFFS_PER_TURN
 from tests.support.engine import (
+    FAST_RETRY,
     audit_of,
     decide,
     files_holding,
@@ -266,11 +266,17 @@ async def test_rate_limited_twice_then_served(
     assert [r.status for r in fake_mistral.requests] == [429, 429, 200]
 
 
+@pytest.mark.parametrize("cut", ["connection dropped", "stream ended early"])
 async def test_a_reply_cut_off_mid_stream_is_retried_whole(
-    tmp_path: Path, fake_mistral: FakeMistralServer
+    tmp_path: Path, fake_mistral: FakeMistralServer, cut: str
 ) -> None:
+    # Dropped: the client sees an incomplete body. Ended early: a proper end of the body,
+    # with no final chunk, which the client took for the end of the reply.
     answer = "Hello! How can I help you with your order today?"
-    fake_mistral.disconnect_next(after_chunks=3)
+    if cut == "connection dropped":
+        fake_mistral.disconnect_next(after_chunks=3)
+    else:
+        fake_mistral.end_early_next(after_chunks=3)
     fake_mistral.script(text(answer), text(answer))
     async with open_engine(tmp_path, offline=False) as engine:
         turn = await say(engine, "cut", "Hi", "Alex")
@@ -283,6 +289,35 @@ async def test_a_reply_cut_off_mid_stream_is_retried_whole(
         assert shown and answer.startswith(shown) and shown != answer
         assert after == answer
         assert [r.attempt for r in turn.of(Retrying)] == [1]
+
+
+async def test_a_reply_the_provider_says_broke_off_is_retried(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    # Mistral's finish_reason "error": the generation stopped on the provider's side.
+    fake_mistral.script(text("Hello! How c", finish_reason="error"), text("Hello!"))
+    async with open_engine(tmp_path, offline=False) as engine:
+        turn = await say(engine, "fe", "Hi", "Alex")
+        assert turn.result.reply == "Hello!"
+        assert [r.attempt for r in turn.of(Retrying)] == [1]
+        assert [m.content for m in await history(engine, "fe") if m.type == "ai"] == ["Hello!"]
+
+
+async def test_a_wait_that_would_outlast_the_answers_deadline_is_not_waited(
+    tmp_path: Path, fake_mistral: FakeMistralServer
+) -> None:
+    # The answer's deadline covers the waits between attempts: a Retry-After past it would
+    # only fail the turn later, after a silent wait.
+    fake_mistral.fail_next(429, times=2, retry_after=0.5)
+    async with open_engine(
+        tmp_path, offline=False, retry=replace(FAST_RETRY, reply_deadline=0.3)
+    ) as engine:
+        turn = await say(engine, "ra", "Hi", "Alex")
+        assert turn.result.status == "error" and "rate limiting" in (turn.result.error or "")
+        assert turn.of(Retrying) == []
+        errors = [e.detail for e in audit_of(engine, "ra") if e.kind == "provider_error"]
+        assert [e["attempts"] for e in errors] == [1]
+    assert fake_mistral.received == 1
 
 
 async def test_provider_down_then_back(tmp_path: Path, fake_mistral: FakeMistralServer) -> None:
@@ -443,6 +478,8 @@ async def test_a_reply_stopped_mid_stream_leaves_a_history_mistral_accepts(
     [
         pytest.param("<html><body>Please log in to the Wi-Fi</body></html>", id="html-page"),
         pytest.param({"error": {"message": "quota exceeded"}}, id="json-of-another-shape"),
+        # Whole, but not JSON: not taken for a body cut short.
+        pytest.param('{"error": "quota exceeded", }', id="broken-json"),
     ],
 )
 async def test_an_answer_that_is_not_a_mistral_reply_fails_as_the_provider(
@@ -480,17 +517,19 @@ async def test_a_timeout_is_named_in_the_audit_log(
     tmp_path: Path, fake_mistral: FakeMistralServer
 ) -> None:
     # httpx's ReadTimeout has no text: the provider_error event read `"error": ""`.
-    fake_mistral.latency = 1.0
-    fake_mistral.script(text("Too late."))
-    async with open_engine(tmp_path, offline=False) as engine:
-        engine.model.async_client.timeout = httpx.Timeout(0.2)  # type: ignore[attr-defined]
+    fake_mistral.hang_next(times=4)
+    async with open_engine(
+        tmp_path, offline=False, retry=replace(FAST_RETRY, silence_timeout=0.2)
+    ) as engine:
         turn = await say(engine, "to", "Hi", "Alex")
         assert turn.result.status == "error"
+        assert turn.result.error == "The model provider sent nothing for 0.2 s; try again later."
         errors = [e.detail for e in audit_of(engine, "to") if e.kind == "provider_error"]
         assert errors[0]["error"].startswith("ReadTimeout")
-        # Tried once more, not four times: a hung provider costs one minute, not two.
+        # Tried once more, not four times: a hung provider costs half a minute, not two.
         assert errors[0]["attempts"] == 2
         assert [r.attempt for r in turn.of(Retrying)] == [1]
+    assert fake_mistral.received == 2
 
 
 async def test_a_key_the_model_repeats_is_kept_out_of_the_reply_and_every_store(

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from agents.errors import UnreadableReply
+from agents.errors import IncompleteReply, UnreadableReply
 from agents.events import ToolCalled, note_for
 from agents.graph.context import RetryBudget
 from agents.graph.history import (
@@ -69,8 +69,11 @@ def test_transport_errors_are_retried_other_errors_are_not() -> None:
     assert retry_delay(httpx.ReadTimeout("slow"), 2, BUDGET, timeouts=2) is None
     assert retry_delay(httpx.ConnectTimeout("slow"), 3, BUDGET, timeouts=2) is None
     assert retry_delay(httpx.ReadTimeout("slow"), 2, BUDGET, timeouts=1) is not None
-    # An answer that is not a reply (a proxy's page) is the provider's, retried like a cut.
+    # An answer that is not a reply (a proxy's page) is the provider's, retried like a cut;
+    # so is the start of a reply that never reached its end.
     assert retry_delay(UnreadableReply("<html>"), 1, BUDGET) is not None
+    assert retry_delay(IncompleteReply("no finish_reason"), 1, BUDGET) is not None
+    assert retry_delay(IncompleteReply("no finish_reason"), 3, BUDGET) is not None
 
 
 def test_failures_are_described_in_one_safe_line() -> None:
@@ -83,6 +86,22 @@ def test_failures_are_described_in_one_safe_line() -> None:
     assert "closed the connection before its answer was complete" in describe_failure(cut)
     assert "\n" not in describe_failure(status_error(500))
     assert "could not be read" in describe_failure(UnreadableReply("<html>"))
+    assert describe_failure(IncompleteReply("no finish_reason")) == (
+        "The model provider ended its answer before it was complete; try again later."
+    )
+
+
+def test_a_timeout_says_the_silence_it_waited_out() -> None:
+    assert describe_failure(httpx.ReadTimeout(""), silence=15.0) == (
+        "The model provider sent nothing for 15 s; try again later."
+    )
+    assert describe_failure(httpx.ConnectTimeout(""), silence=15.0) == (
+        "The model provider cannot be reached (no connection within 15 s); "
+        "check the network or MISTRAL_BASE_URL."
+    )
+    assert describe_failure(TimeoutError(), deadline=120.0, silence=15.0) == (
+        "The model provider did not finish its answer within 120 s; try again later."
+    )
 
 
 def test_a_retried_failure_says_what_failed_and_asks_nothing_of_the_person() -> None:
@@ -94,7 +113,13 @@ def test_a_retried_failure_says_what_failed_and_asks_nothing_of_the_person() -> 
         "The model provider is rate limiting us (HTTP 429)."
     )
     cut = httpx.RemoteProtocolError("peer closed connection without sending complete message")
-    for exc in (status_error(503), cut, UnreadableReply("<html>"), httpx.ReadTimeout("slow")):
+    for exc in (
+        status_error(503),
+        cut,
+        UnreadableReply("<html>"),
+        IncompleteReply("no finish_reason"),
+        httpx.ReadTimeout("slow"),
+    ):
         said = describe_failure(exc, retrying=True)
         assert said.endswith(".") and ";" not in said and "try again" not in said
 

@@ -89,10 +89,10 @@ def assert_valid_id(call_id: str | None) -> None:
 
 
 def post_raw(
-    fake: FakeMistralServer, body: Any, *, token: str | None = FAKE_API_KEY
+    fake: FakeMistralServer, body: Any, *, token: str | None = FAKE_API_KEY, timeout: float = 5
 ) -> httpx.Response:
     headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
-    return httpx.post(fake.url, json=body, headers=headers, timeout=5, verify=False)
+    return httpx.post(fake.url, json=body, headers=headers, timeout=timeout, verify=False)
 
 
 # --------------------------------------------------------------------------- happy paths
@@ -1046,6 +1046,82 @@ async def test_disconnect_mid_stream(fake_mistral: FakeMistralServer) -> None:
     assert "".join(received) == "a fairly"
     assert fake_mistral.requests[0].kind == "disconnected"
     assert fake_mistral.remaining_script == 0
+
+
+async def test_a_stream_that_ends_early_stops_cleanly_without_its_final_chunk(
+    fake_mistral: FakeMistralServer,
+) -> None:
+    # A well-formed end of the HTTP body, so the client raises nothing: it just stops.
+    fake_mistral.end_early_next(after_chunks=3)
+    fake_mistral.script(text("a fairly long answer that gets cut"))
+    chunks = [c async for c in make_llm(fake_mistral).astream("hi")]
+
+    assert "".join(str(c.content) for c in chunks) == "a fairly"
+    assert all("finish_reason" not in c.response_metadata for c in chunks)
+    (record,) = fake_mistral.requests
+    assert (record.kind, record.reason) == ("fault", "injected early end after 3 chunks")
+    assert fake_mistral.remaining_script == 0
+
+
+async def test_a_stream_that_ends_early_never_sends_its_final_chunk(
+    fake_mistral: FakeMistralServer,
+) -> None:
+    fake_mistral.end_early_next(after_chunks=1000)
+    fake_mistral.script(text("short"))
+    chunks = [c async for c in make_llm(fake_mistral).astream("hi")]
+
+    assert "".join(str(c.content) for c in chunks) == "short"
+    assert all("finish_reason" not in c.response_metadata for c in chunks)
+
+
+def test_a_body_that_ends_early_is_half_of_the_completion(fake_mistral: FakeMistralServer) -> None:
+    fake_mistral.end_early_next()
+    fake_mistral.script(text("a whole answer"), text("a whole answer"))
+
+    with pytest.raises(json.JSONDecodeError):
+        make_llm(fake_mistral).invoke("hi")
+    assert make_llm(fake_mistral).invoke("hi").content == "a whole answer"
+    cut, whole = fake_mistral.requests
+    assert cut.kind == "fault" and whole.kind == "served"
+    whole_body = json.dumps(whole.response, ensure_ascii=False, separators=(",", ":"))
+    assert cut.response.startswith('{"id":"') and abs(2 * len(cut.response) - len(whole_body)) <= 2
+
+
+def test_an_invalid_request_is_rejected_even_when_an_early_end_or_a_hang_is_queued(
+    fake_mistral: FakeMistralServer,
+) -> None:
+    fake_mistral.end_early_next()
+    fake_mistral.hang_next()
+    fake_mistral.script(text("whole"))
+
+    bad = post_raw(fake_mistral, {"model": MODEL, "messages": [USER, ASSISTANT]})
+    assert bad.status_code == 400  # at once: refused, not held nor cut
+    assert post_raw(fake_mistral, {"model": MODEL, "messages": [USER]}).status_code == 200
+    with pytest.raises(httpx.ReadTimeout):
+        post_raw(fake_mistral, {"model": MODEL, "messages": [USER]}, timeout=0.3)
+    assert [r.kind for r in fake_mistral.requests[:2]] == ["rejected", "fault"]
+    fake_mistral.acknowledge_problems()
+
+
+def test_a_held_request_gets_not_a_byte_until_its_client_hangs_up(
+    fake_mistral: FakeMistralServer,
+) -> None:
+    fake_mistral.hang_next()
+    fake_mistral.script(text("at last"))
+    llm = make_llm(fake_mistral, timeout=1)
+    started = time.monotonic()
+
+    with pytest.raises(httpx.ReadTimeout):
+        llm.invoke("hi")
+    assert 1.0 <= time.monotonic() - started < 2.0
+    assert llm.invoke("hi").content == "at last"  # held requests consume no answer
+    deadline = time.monotonic() + 5
+    while len(fake_mistral.requests) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    held = next(r for r in fake_mistral.requests if r.kind == "disconnected")
+    assert held.reason is not None and held.reason.startswith("held; the client hung up after 1.")
+    first, second = fake_mistral.received_times()
+    assert second - first >= 1.0
 
 
 def test_latency_delays_answers() -> None:

@@ -46,6 +46,7 @@ import json
 import math
 import random
 import re
+import select
 import socket
 import string
 import sys
@@ -313,6 +314,10 @@ class _Fault:
     body: Mapping[str, Any] | str | None = None
     disconnect: bool = False
     after_chunks: int = 0
+    ends_early: bool = False
+    """The answer's HTTP message ends properly, its reply does not (see ``end_early_next``)."""
+    hangs: bool = False
+    """Accepted and never answered (see ``hang_next``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1174,6 +1179,7 @@ class FakeMistralServer:
         self._responder: Responder | None = None
         self._faults: deque[_Fault] = deque()
         self._records: list[RecordedRequest] = []
+        self._arrivals: list[float] = []
         self._served = 0
         self._seq = 0
 
@@ -1301,6 +1307,33 @@ class FakeMistralServer:
                 _Fault(status=0, disconnect=True, after_chunks=after_chunks) for _ in range(times)
             )
 
+    def end_early_next(self, times: int = 1, *, after_chunks: int = 3) -> None:
+        """End the next ``times`` valid answers early, with a well-formed HTTP message: what a
+        provider or proxy that gives up mid-reply sends.
+
+        A streaming request gets at most ``after_chunks`` SSE chunks, never the final one
+        (with its ``finish_reason``) nor ``data: [DONE]``, then the end of the chunked body:
+        the client sees a stream that simply stops. A non-streaming request gets the first
+        half of its JSON body, then the end of the body. Either consumes the scripted answer.
+        """
+        if times < 1 or after_chunks < 0:
+            msg = "times must be >= 1 and after_chunks >= 0"
+            raise ValueError(msg)
+        with self._lock:
+            self._faults.extend(
+                _Fault(status=200, ends_early=True, after_chunks=after_chunks) for _ in range(times)
+            )
+
+    def hang_next(self, times: int = 1) -> None:
+        """Accept the next ``times`` valid requests and never answer them: not a byte, not
+        even a status line, until the client hangs up (recorded as ``disconnected`` with how
+        long it waited) or the server stops. Held requests consume no scripted answer."""
+        if times < 1:
+            msg = "times must be at least 1"
+            raise ValueError(msg)
+        with self._lock:
+            self._faults.extend(_Fault(status=0, hangs=True) for _ in range(times))
+
     # -- observation -----------------------------------------------------------------
 
     @property
@@ -1339,6 +1372,12 @@ class FakeMistralServer:
         (``latency``) or streaming: :attr:`requests` records a request only once answered."""
         with self._lock:
             return self._seq
+
+    def received_times(self) -> list[float]:
+        """When each request counted by :attr:`received` arrived (``time.monotonic()``),
+        held and streaming ones included."""
+        with self._lock:
+            return list(self._arrivals)
 
     @property
     def served(self) -> int:
@@ -1379,6 +1418,7 @@ class FakeMistralServer:
             self._script.clear()
             self._faults.clear()
             self._records.clear()
+            self._arrivals.clear()
             self._responder = None
             self._served = 0
             self._seq = 0
@@ -1418,6 +1458,7 @@ class FakeMistralServer:
         with self._lock:
             self._seq += 1
             seq = self._seq
+            self._arrivals.append(time.monotonic())
         record = RecordedRequest(
             seq=seq,
             method=handler.command,
@@ -1495,7 +1536,16 @@ class FakeMistralServer:
 
         with self._lock:
             fault = self._faults.popleft() if self._faults else None
-        if fault is not None and not (fault.disconnect and fault.after_chunks and record.stream):
+        if fault is not None and fault.hangs:
+            _hold(handler, record)
+            self._commit(record)
+            handler.close_connection = True
+            return
+        # A fault that ends the answer early needs the answer first; so does a mid-stream cut.
+        cut_later = fault is not None and (
+            fault.ends_early or (fault.disconnect and fault.after_chunks > 0 and record.stream)
+        )
+        if fault is not None and not cut_later:
             if fault.disconnect:
                 record.kind, record.reason = "disconnected", "injected disconnect"
                 self._commit(record)
@@ -1521,9 +1571,12 @@ class FakeMistralServer:
             )
             return
         record.answer = answer
+        ends_early = fault is not None and fault.ends_early
         if record.stream:
             cut_after = fault.after_chunks if fault is not None else None
-            self._stream(handler, record, body, answer, cut_after)
+            self._stream(handler, record, body, answer, cut_after, ends_early=ends_early)
+        elif ends_early:
+            self._send_cut_short(handler, record, self._completion(body, answer))
         else:
             self._reply(
                 handler, record, _Reply(200, "served", None, self._completion(body, answer))
@@ -1700,12 +1753,20 @@ class FakeMistralServer:
         body: Mapping[str, Any],
         answer: Answer,
         cut_after: int | None,
+        *,
+        ends_early: bool = False,
     ) -> None:
         chunks = self._stream_chunks(body, answer)
         record.status, record.response = 200, chunks
-        record.kind = "served" if cut_after is None else "disconnected"
-        if cut_after is not None:
-            record.reason = f"injected disconnect after {cut_after} chunks"
+        if ends_early:
+            # Never the final chunk (the one with finish_reason), never [DONE].
+            cut_after = min(cut_after or 0, len(chunks) - 1)
+            record.kind = "fault"
+            record.reason = f"injected early end after {cut_after} chunks"
+        else:
+            record.kind = "served" if cut_after is None else "disconnected"
+            if cut_after is not None:
+                record.reason = f"injected disconnect after {cut_after} chunks"
         self._commit(record)
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream; charset=utf-8")
@@ -1717,6 +1778,8 @@ class FakeMistralServer:
         events.append(b"data: [DONE]\n\n")
         for i, event in enumerate(events):
             if cut_after is not None and i >= cut_after:
+                if ends_early:
+                    break  # the body ends as a complete HTTP message
                 handler.close_connection = True
                 return
             if i and self.stream_chunk_delay > 0 and stop_event.wait(self.stream_chunk_delay):
@@ -1726,6 +1789,40 @@ class FakeMistralServer:
             handler.wfile.flush()
         handler.wfile.write(b"0\r\n\r\n")
         handler.wfile.flush()
+
+    def _send_cut_short(
+        self, handler: _Handler, record: RecordedRequest, completion: Mapping[str, Any]
+    ) -> None:
+        """The first half of the completion's JSON, as a complete HTTP message: what the
+        client reads when the provider (or a proxy) gives up mid-body."""
+        data = _encode(completion)[0]
+        short = data[: len(data) // 2]
+        record.status, record.kind, record.response = 200, "fault", short.decode(errors="replace")
+        record.reason = f"injected early end after {len(short)} of {len(data)} bytes"
+        self._commit(record)
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        handler.wfile.write(b"%X\r\n%s\r\n0\r\n\r\n" % (len(short), short))
+        handler.wfile.flush()
+
+
+def _hold(handler: _Handler, record: RecordedRequest) -> None:
+    """Say nothing to a request until its client hangs up or the server stops."""
+    started = time.monotonic()
+    sock = handler.connection
+    stop_event = handler.httpd.stop_event
+    while not stop_event.wait(0.02):
+        readable, _, _ = select.select([sock], [], [], 0)
+        if readable and sock.recv(1, socket.MSG_PEEK) == b"":
+            waited = time.monotonic() - started
+            record.kind, record.reason = (
+                "disconnected",
+                f"held; the client hung up after {waited:.2f} s",
+            )
+            return
+    record.kind, record.reason = "disconnected", "held until the server stopped"
 
 
 # --------------------------------------------------------------------------- standalone

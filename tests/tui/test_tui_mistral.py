@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from textual.message import Message
 
 from agents.facade import TURN_STOPPED_NOTE
@@ -202,10 +203,15 @@ async def test_esc_during_a_retry_wait_stops_the_turn_and_sends_no_retry(
     assert sent_history(fake_mistral) == [("user", "Hi"), ("user", "Hello?")]
 
 
+@pytest.mark.parametrize("cut", ["connection dropped", "stream ended early"])
 async def test_a_stream_cut_mid_answer_shows_the_whole_answer_once(
-    tmp_path: Path, fake_mistral: FakeMistralServer
+    tmp_path: Path, fake_mistral: FakeMistralServer, cut: str
 ) -> None:
-    fake_mistral.disconnect_next(after_chunks=3)
+    # Ended early: a proper end of the body with no final chunk, taken for the whole reply.
+    if cut == "connection dropped":
+        fake_mistral.disconnect_next(after_chunks=3)
+    else:
+        fake_mistral.end_early_next(after_chunks=3)
     fake_mistral.script(text(HELLO), text(HELLO))
     told: list[Message] = []
     app = mistral_app(tmp_path)
@@ -228,7 +234,8 @@ async def test_a_stream_cut_mid_answer_shows_the_whole_answer_once(
         assert len(list(iter_notices(app, "warning"))) == 1
         assert frame_text(app).count(partial) == 1  # no leftover of the first attempt
         assert stored(app) == transcript_on_screen(app)[1:]
-    assert [r.kind for r in fake_mistral.requests] == ["disconnected", "served"]
+    first_kind = "disconnected" if cut == "connection dropped" else "fault"
+    assert [r.kind for r in fake_mistral.requests] == [first_kind, "served"]
 
 
 async def test_the_api_key_is_never_shown_told_or_exported(
