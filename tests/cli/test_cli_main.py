@@ -140,7 +140,8 @@ def test_a_huge_argument_of_control_characters_is_cut_once_made_visible(
 def test_a_huge_decision_is_echoed_cut_short(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["chat", "r1", "Refund ORD-005, it crackles at any volume", "--offline"]) == 0
+    refund = "Refund ORD-005, it crackles at any volume"
+    assert main(["chat", "r1", refund, "--customer", "Sam", "--offline"]) == 0
     capsys.readouterr()
     assert main(["resume", "r1", "approve" + LONG, "--offline"]) == 2
     line = one_line(capsys.readouterr().err)

@@ -10,6 +10,7 @@ owner, so the app sees it exactly as it sees another process.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -272,19 +273,22 @@ async def test_the_audit_viewer_and_the_thread_list_show_what_another_process_wr
 async def test_a_decision_is_never_applied_to_another_request_than_the_one_shown(
     tmp_path: Path,
 ) -> None:
-    # No customer given: any order may be asked about. The app asks about ORD-005; meanwhile
-    # a command rejects it and asks a refund of ORD-001. "approve" here meant ORD-005.
-    app = make_app(tmp_path, customer=None)
+    # The app asks about ORD-005; meanwhile a command rejects it and, on the customer's next
+    # message, the refund is asked again: "approve" here meant the first request.
+    app = make_app(tmp_path, customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await send(pilot, REFUND)
         assert isinstance(app.screen, ApprovalScreen)
+        first = app.screen.request.request_id
         assert app.screen.request.payload["order_id"] == "ORD-005"
         done = await shopbot(tmp_path, "resume", "t-test", "reject")
         assert done.returncode == 0, done.stderr
-        other = "I want a refund for ORD-001, the left earcup stopped working"
-        asked = await shopbot(tmp_path, "chat", "t-test", other, "--json")
-        assert asked.returncode == 0 and '"ORD-001"' in asked.stdout, asked.stdout
+        again = "I want a refund for ORD-005, it really does crackle at any volume"
+        asked = await shopbot(tmp_path, "chat", "t-test", again, "--json")
+        assert asked.returncode == 0 and '"ORD-005"' in asked.stdout, asked.stdout
+        second = json.loads(asked.stdout)["pending"]["request_id"]
+        assert second != first
         await pilot.press("a", "enter")
         await settle(pilot)
         assert refunds_paid(tmp_path) == []
@@ -292,9 +296,9 @@ async def test_a_decision_is_never_applied_to_another_request_than_the_one_shown
         # or earlier, if the app's periodic look found the shown one answered first (the
         # keys then went to the message box, refused too: a decision waits).
         assert isinstance(app.screen, ApprovalScreen)
-        assert app.screen.request.payload["order_id"] == "ORD-001"
+        assert app.screen.request.request_id == second
         said = warnings(app)
         assert any(ASKED_ANEW_ELSEWHERE in w or ANSWERED_WHILE_SHOWN in w for w in said), said
         await pilot.press("a", "enter")
         await settle(pilot)
-        assert refunds_paid(tmp_path) == ["ORD-001"]
+        assert refunds_paid(tmp_path) == ["ORD-005"]
