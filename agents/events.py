@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterable, Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, cast
 
 from agents.names import AGENT_TITLES, Step
 
@@ -241,6 +241,50 @@ EngineEvent = (
     | TurnFailed
     | TurnFinished
 )
+
+
+# The wire format: each event the graph streams is a JSON object with a `type` (what a
+# LangGraph server sends its clients as a custom stream event, and what the in-process
+# runner reads back into these dataclasses). Dataclasses themselves lose their type on a
+# server's wire (`langgraph dev` sends their fields only, Aegra their repr): see design.md.
+WIRE_TYPES: dict[type[Any], str] = {
+    TokenDelta: "token",
+    ReplyDone: "reply",
+    StepChanged: "step",
+    AgentChanged: "agent",
+    GateChecked: "gate",
+    HandedOff: "handoff",
+    ToolCalled: "tool",
+    Escalated: "escalated",
+    LimitReached: "limit",
+    Retrying: "retrying",
+    RefundPaid: "refund_paid",
+    RefundNotCarriedOut: "refund_not_carried_out",
+    ApprovalDecided: "decided",
+    TurnFailed: "failed",
+}
+_BY_WIRE_TYPE = {name: kind for kind, name in WIRE_TYPES.items()}
+_FIELDS = {kind: tuple(f.name for f in fields(kind)) for kind in WIRE_TYPES}
+
+
+def to_wire(event: EngineEvent) -> dict[str, Any]:
+    """`event` as the JSON object the graph streams: `{"type": ..., its fields...}`."""
+    kind = type(event)
+    return {"type": WIRE_TYPES[kind], **{name: getattr(event, name) for name in _FIELDS[kind]}}
+
+
+def from_wire(data: object) -> EngineEvent | None:
+    """The event a streamed JSON object stands for; None for anything else (a newer
+    server's event type, another graph's custom data): a front shows what it knows."""
+    if not isinstance(data, dict):
+        return None
+    kind = _BY_WIRE_TYPE.get(str(data.get("type")))
+    if kind is None:
+        return None
+    try:
+        return cast(EngineEvent, kind(**{n: data[n] for n in _FIELDS[kind] if n in data}))
+    except TypeError:  # (a field missing: not an event of ours after all)
+        return None
 
 
 def _first_sentence(text: str, width: int = 90) -> str:

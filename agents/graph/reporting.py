@@ -7,7 +7,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from agents.events import EngineEvent
+from agents.events import EngineEvent, to_wire
 from agents.graph.context import ShopContext
 
 
@@ -24,4 +24,4 @@ def report(
         context = runtime.context
         context.audit.append(kind, thread_id=context.thread_id, agent=agent, detail=detail)
     if event is not None:
-        runtime.stream_writer(event)
+        runtime.stream_writer(to_wire(event))

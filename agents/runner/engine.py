@@ -40,6 +40,7 @@ from agents.events import (
     TurnFinished,
     TurnResult,
     TurnStatus,
+    from_wire,
     note_for,
     outcome,
 )
@@ -423,14 +424,12 @@ class ShopBotEngine:
             decisions_on=partial(refund_decisions, self._audit_log),
         )
         yield AgentChanged(agent=agent)
-        done: ReplyDone | None = None
+        run = _RunWatch(agent)
         failure: TurnFailed | None = None
-        # The approval nodes announce a pause just before they call interrupt().
-        paused = False
         stopped_looping = False
         try:
             with self._guard.stoppable(thread_id):
-                async for _namespace, data in self.graph.astream(
+                async for _namespace, wired in self.graph.astream(
                     graph_input,
                     config,
                     context=context,
@@ -442,47 +441,46 @@ class ShopBotEngine:
                     # message, and the refund ledger makes a replayed approval pay nothing twice.
                     durability="exit",
                 ):
-                    if isinstance(data, TokenDelta):
-                        yield data
+                    if (data := from_wire(wired)) is None:
                         continue
-                    if isinstance(data, AgentChanged):
-                        agent = data.agent
-                    if isinstance(data, ReplyDone):
-                        done = data
-                    failure = _failure_said(data) or failure
-                    paused = paused or (
-                        isinstance(data, StepChanged) and data.step == "waiting_for_approval"
-                    )
-                    if done is not None or paused:
-                        # The reply is whole, or the question asked: the rest of the run
-                        # saves it, too late to stop. (A stop there noted "stopped before it
-                        # was finished" under a finished reply, or lost the question.)
-                        self._guard.too_late_to_stop(thread_id)
-                    self._note(thread_id, data)
+                    if not isinstance(data, TokenDelta):
+                        if run.sees(data):
+                            # The reply is whole, or the question asked: the rest of the run
+                            # saves it, too late to stop. (A stop there noted "stopped before
+                            # it was finished" under a finished reply, or lost the question.)
+                            self._guard.too_late_to_stop(thread_id)
+                        self._note(thread_id, data)
                     yield data
         except asyncio.CancelledError:
-            self._recovery.record_cut(thread_id, agent)
+            self._recovery.record_cut(thread_id, run.agent)
             raise
         except ProviderUnavailable as exc:
             failure = TurnFailed(kind="provider", message=str(exc))
         except GraphRecursionError:
             # The run stopped mid-step: its thread still points at the looping node.
             stopped_looping = True
-            done = ReplyDone(agent, LIMIT_REACHED)
+            agent = run.agent
+            run.done = ReplyDone(agent, LIMIT_REACHED)
             detail = {"limit": "recursion", "detail": f"more than {RECURSION_LIMIT} steps"}
             self._recorder.append("limit_reached", thread_id=thread_id, agent=agent, detail=detail)
-            for event in (LimitReached(agent, **detail), done):
+            for event in (LimitReached(agent, **detail), run.done):
                 self._note(thread_id, event)
                 yield event
         except Exception as exc:
             log.exception("turn failed on thread %s", thread_id)
             failure = await self._stored.failure(thread_id, exc)
+        agent, failure = run.agent, failure or run.failure
         if failure is not None:
             self._note(thread_id, failure)
             yield failure
         with self._cut_noted(thread_id, agent):
             result, info = await self._finish(
-                thread_id, done, failure, agent, paused=paused, stopped_looping=stopped_looping
+                thread_id,
+                run.done,
+                failure,
+                agent,
+                paused=run.paused,
+                stopped_looping=stopped_looping,
             )
         if result.pending is not None:
             yield ApprovalRequested(result.pending)
@@ -592,6 +590,28 @@ class ShopBotEngine:
                 self.threads.append_line(thread_id, "assistant", event.text, agent=event.agent)
         elif (line := note_for(event)) is not None:
             self.threads.append_line(thread_id, "note", line)
+
+
+class _RunWatch:
+    """What a run's events have said so far: who answers, the reply, a question asked."""
+
+    def __init__(self, agent: str) -> None:
+        self.agent = agent
+        self.done: ReplyDone | None = None
+        self.failure: TurnFailed | None = None
+        # The approval nodes announce a pause just before they call interrupt().
+        self.paused = False
+
+    def sees(self, event: EngineEvent) -> bool:
+        """Take `event` in; True once the reply is whole or a question asked."""
+        if isinstance(event, AgentChanged):
+            self.agent = event.agent
+        elif isinstance(event, ReplyDone):
+            self.done = event
+        elif isinstance(event, StepChanged) and event.step == "waiting_for_approval":
+            self.paused = True
+        self.failure = _failure_said(event) or self.failure
+        return self.done is not None or self.paused
 
 
 def _failure_said(event: EngineEvent) -> TurnFailed | None:

@@ -13,7 +13,7 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import StreamWriter
 
-from agents.events import ReplyDone, StepChanged, TokenDelta
+from agents.events import ReplyDone, StepChanged, TokenDelta, to_wire
 from agents.graph.context import ShopContext
 from agents.graph.history import storable_reply, text_of, without_handoffs
 from agents.graph.other_orders import other_orders_in_turn
@@ -60,7 +60,7 @@ def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
             [SystemMessage(system), *without_handoffs(state["messages"])],
             runtime,
             agent=spec.name,
-            on_text=lambda piece: runtime.stream_writer(TokenDelta(spec.name, piece)),
+            on_text=lambda piece: runtime.stream_writer(to_wire(TokenDelta(spec.name, piece))),
         )
         reply = message_chunk_to_message(streamed)
         assert isinstance(reply, AIMessage)
@@ -90,7 +90,7 @@ def naming_other_orders(
     if not sentence:
         return reply
     addition = f"\n\n{sentence}"
-    write(TokenDelta(agent, addition))
+    write(to_wire(TokenDelta(agent, addition)))
     return reply.model_copy(update={"content": text + addition})
 
 
