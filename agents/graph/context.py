@@ -1,16 +1,19 @@
-"""What every node of a run may use but the model never fills in: who the customer is and
-where the shop's records live. Passed as LangGraph's run context, never checkpointed."""
+"""What a run's context may hold, as a client sends it: who the customer is, and nothing else.
+
+The customer comes from how the conversation was started (`--customer`, the app's customer,
+a server client entitled to name one), never from what the model writes. Everything else a
+node needs (the shop, the audit log, who decides) is the process's: see services.py. A
+LangGraph server builds this from the run's JSON as `ShopContext(**context)`, so it holds
+plain data only, and refuses any other key.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-# Real imports, not TYPE_CHECKING ones: tools' schemas resolve these annotations at runtime.
-from agents.audit.writer import AuditSink
-from agents.reviewer import Reviewer
-from agents.store.shop import ShopData
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from agents.safety.text import MessageRejected, person_name
 
 
 @dataclass(frozen=True)
@@ -37,23 +40,19 @@ class RetryBudget:
     reply_deadline: float = 120.0
 
 
-def _no_decisions(order_id: str) -> list[dict[str, str]]:
-    return []
+class ShopContext(BaseModel):
+    """The run's context: the conversation's customer (None: a conversation with none)."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-@dataclass(frozen=True)
-class ShopContext:
-    thread_id: str
-    # From the session (`--customer`), never from what the model writes.
-    customer: str | None
-    shop: ShopData
-    audit: AuditSink
-    retry: RetryBudget = field(default_factory=RetryBudget)
-    # Held while money moves (the refund and its record): a person's stop waits until both
-    # are done, or, asked just before, ends the run before anything is paid.
-    unstoppable: Callable[[], AbstractContextManager[None]] = nullcontext
-    # Who answered the decision this run resumes with (None on a customer's message).
-    reviewer: Reviewer | None = None
-    # The earlier decisions on an order's refund, newest first (decision_history.py); a
-    # blocking read, called off the event loop.
-    decisions_on: Callable[[str], list[dict[str, str]]] = _no_decisions
+    customer: str | None = None
+
+    @field_validator("customer")
+    @classmethod
+    def _plain_name(cls, value: str | None) -> str | None:
+        # Vetted here too: a server's client names the customer, and the name decides whose
+        # orders the ownership gate shows.
+        try:
+            return person_name(value)
+        except MessageRejected as exc:
+            raise ValueError(str(exc)) from exc

@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 
 from agents.events import EngineEvent, to_wire
 from agents.graph.context import ShopContext
+from agents.graph.services import turn
 
 
 def report(
@@ -21,7 +22,7 @@ def report(
 ) -> None:
     """Append an audit event of `kind` (if given) and stream `event` (if given) to the fronts."""
     if kind is not None:
-        context = runtime.context
-        context.audit.append(kind, thread_id=context.thread_id, agent=agent, detail=detail)
+        this = turn(runtime.context)
+        this.audit.append(kind, thread_id=this.thread_id, agent=agent, detail=detail)
     if event is not None:
         runtime.stream_writer(to_wire(event))

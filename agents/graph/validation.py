@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.graph.context import ShopContext
+from agents.graph.services import Turn
 from gates import (
     GateError,
     GateResult,
@@ -71,7 +71,7 @@ class _Chain:
 def _order_gates(
     chain: _Chain,
     extracted: Mapping[str, Any],
-    context: ShopContext,
+    context: Turn,
     said: str,
     *,
     moves_money: bool = False,
@@ -108,9 +108,7 @@ def _order_gates(
     return found
 
 
-def check_order_request(
-    extracted: Mapping[str, Any], context: ShopContext, said: str = ""
-) -> GateVerdict:
+def check_order_request(extracted: Mapping[str, Any], context: Turn, said: str = "") -> GateVerdict:
     """Order agent: a real order id that belongs to this customer (`said`: the customer's
     own words, see `validate_order_id`)."""
     chain = _Chain()
@@ -123,7 +121,7 @@ def check_order_request(
 
 
 def check_refund_request(
-    extracted: Mapping[str, Any], context: ShopContext, said: str = ""
+    extracted: Mapping[str, Any], context: Turn, said: str = ""
 ) -> GateVerdict:
     """Refund agent: the order gates, then the refund rules (delivered, limit, reason)."""
     chain = _Chain()
@@ -147,9 +145,7 @@ def check_refund_request(
     )
 
 
-def check_complaint(
-    extracted: Mapping[str, Any], context: ShopContext, said: str = ""
-) -> GateVerdict:
+def check_complaint(extracted: Mapping[str, Any], context: Turn, said: str = "") -> GateVerdict:
     """Complaints agent: a summary with substance and a known sentiment."""
     del said  # a complaint names no order the gates look up
     chain = _Chain()
@@ -164,4 +160,4 @@ def check_complaint(
 
 
 # (what the model extracted, the run's context, what the customer wrote) -> the verdict
-GateChain = Callable[[Mapping[str, Any], ShopContext, str], GateVerdict]
+GateChain = Callable[[Mapping[str, Any], Turn, str], GateVerdict]

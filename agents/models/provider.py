@@ -24,6 +24,7 @@ from agents.errors import IncompleteReply, UnreadableReply
 from agents.events import Retrying
 from agents.graph.context import RetryBudget, ShopContext
 from agents.graph.reporting import report
+from agents.graph.services import turn
 from agents.models.streaming import TextSink
 from agents.safety.redaction import StreamRedactor, redact
 
@@ -216,7 +217,7 @@ async def call_model(
     With `on_text`, the reply is streamed and its text handed over as it arrives (after a
     retry the fronts are told, with `Retrying`, to drop what they had shown).
     """
-    budget = runtime.context.retry
+    budget = turn(runtime.context).retry
     loop = asyncio.get_running_loop()
     # One deadline for the answer, from its first request: retries and their waits spend it
     # too (a fresh one per attempt let a trickling provider keep a person 124 s, not 120).

@@ -47,6 +47,7 @@ from agents.events import (
 from agents.graph.context import RetryBudget, ShopContext
 from agents.graph.parent import build_graph
 from agents.graph.replies import LIMIT_REACHED, TURN_FAILED_NOTE
+from agents.graph.services import REVIEWER_KEY, SERVICES_KEY, Services
 from agents.graph.specialists.spec import RECURSION_LIMIT
 from agents.models.factory import make_model
 from agents.models.provider import ProviderUnavailable
@@ -126,6 +127,13 @@ class ShopBotEngine:
             await self.aclose()  # whatever did open is closed again
             raise
         self._guard = TurnGuard(self.threads, owner=f"{os.getpid()}:{id(self)}")
+        self._services = Services(
+            self.shop,
+            self._recorder,
+            self.retry,
+            decisions_on=partial(refund_decisions, self._audit_log),
+            unstoppable=self._guard.unstoppable,
+        )
         self.graph = build_graph(self.model, self._saver)
         self._stored = StoredThreads(self.graph, self.shop, self.settings)
         self._recovery = TurnRecovery(
@@ -413,16 +421,12 @@ class ShopBotEngine:
         reviewer: Reviewer | None = None,
     ) -> AsyncIterator[EngineEvent]:
         config = self._stored.config(thread_id)
-        context = ShopContext(
-            thread_id,
-            customer,
-            self.shop,
-            self._recorder,
-            self.retry,
-            unstoppable=partial(self._guard.unstoppable, thread_id),
-            reviewer=reviewer,
-            decisions_on=partial(refund_decisions, self._audit_log),
-        )
+        # This process's own services and reviewer, as objects in the run's config: a
+        # server's graph opens its own, and no client can put either there (see services.py).
+        config["configurable"][SERVICES_KEY] = self._services
+        if reviewer is not None:
+            config["configurable"][REVIEWER_KEY] = reviewer
+        context = ShopContext(customer=customer)
         yield AgentChanged(agent=agent)
         run = _RunWatch(agent)
         failure: TurnFailed | None = None

@@ -38,6 +38,7 @@ from langgraph.types import Command
 from agents.audit.log import AuditLog, AuditQuery
 from agents.facade import ShopBotEngine
 from agents.graph.context import RetryBudget, ShopContext
+from agents.graph.services import SERVICES_KEY, Services
 from agents.graph.specialists.build import build_specialist
 from agents.graph.specialists.roster import SPECIALISTS
 from agents.graph.specialists.spec import RECURSION_LIMIT, SpecialistSpec
@@ -366,9 +367,10 @@ async def run_supervisor(scenario: Scenario, home: Path) -> ScenarioRun:
     settings = Settings(home=home, force_offline=True)
     shop = ShopData(settings.database_path)
     audit = AuditLog(settings.database_path)
-    context = ShopContext(scenario.name, scenario.customer, shop, audit, RetryBudget(attempts=1))
+    context = ShopContext(customer=scenario.customer)
+    services = Services(shop, audit, RetryBudget(attempts=1))
     config: dict[str, Any] = {
-        "configurable": {"thread_id": scenario.name},
+        "configurable": {"thread_id": scenario.name, SERVICES_KEY: services},
         "recursion_limit": RECURSION_LIMIT,
     }
     try:

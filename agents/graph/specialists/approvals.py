@@ -30,6 +30,7 @@ from agents.graph.context import ShopContext
 from agents.graph.history import tool_answer
 from agents.graph.replies import COMPLAINT_DECISIONS, REFUND_DECISIONS
 from agents.graph.reporting import report
+from agents.graph.services import turn
 from agents.graph.specialists.endings import close_complaint
 from agents.graph.specialists.spec import SpecialistSpec
 from agents.graph.specialists.tool_runner import run_tool
@@ -79,7 +80,7 @@ def _record_request(
 
 
 def _decided_by(runtime: Runtime[ShopContext]) -> dict[str, str]:
-    reviewer = runtime.context.reviewer
+    reviewer = turn(runtime.context).reviewer
     return reviewer.audit_detail() if reviewer is not None else {}
 
 
@@ -115,7 +116,7 @@ async def _decided_before(
     """Earlier decisions on this refund, for the approver (none when they cannot be read: the
     request is still asked, it only lacks that history)."""
     try:
-        return await asyncio.to_thread(runtime.context.decisions_on, payload["order_id"])
+        return await asyncio.to_thread(turn(runtime.context).decisions_on, payload["order_id"])
     except Exception:
         log.exception("reading earlier decisions on %s failed", payload["order_id"])
         return []
@@ -168,8 +169,9 @@ async def _apply_refund_decision(
     # The decision stands for the rest of the run: the model cannot ask for it again.
     decisions = {**(state.get("refund_decisions") or {}), payload["order_id"]: decision}
     closed = {"approval": None, "refund_decisions": decisions}
-    audit = runtime.context.audit
-    paid = runtime.context.shop.refund_for(payload["order_id"])
+    this = turn(runtime.context)
+    audit = this.audit
+    paid = this.shop.refund_for(payload["order_id"])
     if paid is not None:
         # Paid already: by this node on an earlier run that stopped before the turn was
         # saved, or elsewhere. Money that moved is not undone by a later "reject".
@@ -191,7 +193,7 @@ async def _apply_refund_decision(
     audit.flush()
     # The refund runs in a worker thread: a stop landing while it runs would leave the
     # money paid and its reply unsaid. So no stop until it is done.
-    with runtime.context.unstoppable():
+    with this.unstoppable():
         # (Failures raise: a payment that did not happen is never a tool answer.)
         answer = await run_tool(spec.name, process_refund, call, args, state, runtime, strict=True)
         outcome = answer.artifact if isinstance(answer.artifact, dict) else {}

@@ -17,6 +17,7 @@ from agents.events import GateChecked, StepChanged
 from agents.graph.context import ShopContext
 from agents.graph.history import customer_words, refuse_pending
 from agents.graph.reporting import report
+from agents.graph.services import turn
 from agents.graph.specialists.spec import MAX_CORRECTIONS, SpecialistSpec
 from agents.graph.state import SpecialistState
 from agents.graph.validation import GateCheck, GateVerdict
@@ -54,7 +55,7 @@ def gate(
     if extraction is None:
         verdict = _unreadable(spec, found.get("extraction_error") or "no data")
     else:
-        verdict = spec.gates(extraction, runtime.context, customer_words(state["messages"]))
+        verdict = spec.gates(extraction, turn(runtime.context), customer_words(state["messages"]))
     for check in verdict.checks:
         report(
             runtime,

@@ -27,6 +27,7 @@ from agents.events import (
 from agents.graph.context import ShopContext
 from agents.graph.history import HANDOFF_PREFIX, MALFORMED, tool_answer, unanswered_calls
 from agents.graph.reporting import report
+from agents.graph.services import turn
 from agents.graph.specialists.approvals import refund_approval_payload
 from agents.graph.specialists.extraction import Extractor
 from agents.graph.specialists.gating import gate
@@ -97,7 +98,7 @@ class _ActStep:
         if self.approval is not None:
             self.refuse(call, "Not executed: one refund at a time. Wait for the result above.")
             return
-        existing = self.runtime.context.shop.refund_for(validated["order_id"])
+        existing = turn(self.runtime.context).shop.refund_for(validated["order_id"])
         decided = (self.state.get("refund_decisions") or {}).get(validated["order_id"])
         ok, outcome = validate_refund_action(
             call["args"], validated, existing.reference if existing else None, decided

@@ -14,18 +14,18 @@ from typing import Any
 from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, tool
 
-from agents.graph.context import ShopContext
+from agents.graph.services import turn
 from agents.names import REFUND_AGENT
 from agents.store.shop import Order, RefundAudit
 from gates import AUTO_REFUND_LIMIT, REFUNDABLE_STATUS, normalise_order_id, validate_ownership
 
 
 def _visible_order(order_id: str, runtime: ToolRuntime[Any, Any]) -> Order | None:
-    context: ShopContext = runtime.context
-    order = context.shop.get_order(normalise_order_id(order_id))
+    this = turn(runtime.context, runtime.config)
+    order = this.shop.get_order(normalise_order_id(order_id))
     if order is None:
         return None
-    owned, _ = validate_ownership(order.order_id, order.customer, context.customer)
+    owned, _ = validate_ownership(order.order_id, order.customer, this.customer)
     return order if owned else None
 
 
@@ -43,7 +43,7 @@ def lookup_order(order_id: str, runtime: ToolRuntime[Any, Any]) -> str:
         f"Order {order.order_id}: {order.product} | Status: {order.status} | "
         f"Amount: ${order.amount:.2f} | Delivery: {order.delivery}"
     )
-    refund = runtime.context.shop.refund_for(order.order_id)
+    refund = turn(runtime.context, runtime.config).shop.refund_for(order.order_id)
     return f"{text} | Refunded: {refund.reference}" if refund else text
 
 
@@ -53,7 +53,7 @@ def check_refund_eligibility(order_id: str, runtime: ToolRuntime[Any, Any]) -> s
     order = _visible_order(order_id, runtime)
     if order is None:
         return _not_found(order_id)
-    refund = runtime.context.shop.refund_for(order.order_id)
+    refund = turn(runtime.context, runtime.config).shop.refund_for(order.order_id)
     if refund is not None:
         return f"Order {order.order_id} was already refunded (reference {refund.reference})."
     if order.status != REFUNDABLE_STATUS:
@@ -113,15 +113,15 @@ def process_refund(
                 f"the order now reads ${order.amount:.2f}"
             )
         }
-    context: ShopContext = runtime.context
-    reviewer = context.reviewer.audit_detail() if context.reviewer is not None else {}
-    outcome = context.shop.record_refund(
+    this = turn(runtime.context, runtime.config)
+    reviewer = this.reviewer.audit_detail() if this.reviewer is not None else {}
+    outcome = this.shop.record_refund(
         order.order_id,
         amount=approved,
         reason=reason,
-        thread_id=context.thread_id,
+        thread_id=this.thread_id,
         # The audit event goes with the ledger row, in its transaction (who let it through).
-        recorded_by=RefundAudit(context.thread_id, REFUND_AGENT, reviewer),
+        recorded_by=RefundAudit(this.thread_id, REFUND_AGENT, reviewer),
     )
     record = outcome.record
     facts = {
