@@ -35,8 +35,9 @@ class ApprovalRequest:
     @property
     def request_id(self) -> str:
         """Names this request among those a thread asks: a decision can say which one it
-        answers. (Shortened: LangGraph's 32 hex digits read as a key, and get redacted.)"""
-        return self.interrupt_id[:REQUEST_ID_CHARS]
+        answers. The graph's own (the same question asked again keeps it), else the
+        interrupt's, shortened (LangGraph's 32 hex digits read as a key, and get redacted)."""
+        return str(self.payload.get("request_id") or self.interrupt_id[:REQUEST_ID_CHARS])
 
     def to_json(self) -> dict[str, Any]:
         """The `pending` object of the CLI contract."""
@@ -201,6 +202,23 @@ class RefundNotCarriedOut:
 
 
 @dataclass(frozen=True)
+class DecisionRefused:
+    """An answer to the question waiting was refused (not an option, another request's, not
+    the reviewer's to give): nothing was decided, and the question waits again."""
+
+    agent: str
+    message: str
+
+
+@dataclass(frozen=True)
+class MessageRefused:
+    """A customer message arrived while a question waits for a person: it was not sent."""
+
+    agent: str
+    message: str
+
+
+@dataclass(frozen=True)
 class ReplyDone:
     """A complete assistant reply (the streamed tokens, final and exact)."""
 
@@ -237,6 +255,8 @@ EngineEvent = (
     | ApprovalDecided
     | RefundPaid
     | RefundNotCarriedOut
+    | DecisionRefused
+    | MessageRefused
     | ReplyDone
     | TurnFailed
     | TurnFinished
@@ -260,6 +280,8 @@ WIRE_TYPES: dict[type[Any], str] = {
     Retrying: "retrying",
     RefundPaid: "refund_paid",
     RefundNotCarriedOut: "refund_not_carried_out",
+    DecisionRefused: "decision_refused",
+    MessageRefused: "message_refused",
     ApprovalDecided: "decided",
     TurnFailed: "failed",
 }
@@ -327,7 +349,7 @@ def note_for(event: EngineEvent) -> str | None:
         # (After a colon: the reason often ends in "(HTTP 429)." already.)
         reason = event.reason.strip().rstrip(".")
         return f"model provider failed, retrying in {event.delay:.1f}s: {reason}"
-    if isinstance(event, TurnFailed):
+    if isinstance(event, TurnFailed | DecisionRefused | MessageRefused):
         return f"⚠ {event.message}"
     return None
 

@@ -54,6 +54,8 @@ AUDIT_KINDS: frozenset[str] = frozenset(
         "tool_refused",
         "refund_processed",
         "refund_failed",
+        "decision_refused",
+        "message_refused",
         "limit_reached",
         "provider_error",
         "turn_started",

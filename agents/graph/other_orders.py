@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from langchain_core.messages import AIMessage, HumanMessage
+
 from agents.graph.history import latest_customer_words
 from agents.graph.state import SpecialistState
 from gates import normalise_order_id, order_ids_as_written, order_ids_meant
@@ -51,8 +53,17 @@ def other_orders_in_turn(state: SpecialistState, reply: str) -> str:
 
 
 def order_handled(state: SpecialistState) -> str:
-    """The order this turn worked on: the one that passed the gates, else the one extracted
-    (the gate verdict the reply relays, "not found", "no reason given", is about that one)."""
+    """The order this turn worked on: the one that passed the gates, else the one its latest
+    tool call named (the gate verdict the reply relays, "not found", "no reason given", is
+    about that one)."""
     validated = state.get("validated") or {}
-    extracted = state.get("extraction") or {}
-    return str(validated.get("order_id") or extracted.get("order_id") or "")
+    if order_id := validated.get("order_id"):
+        return str(order_id)
+    for message in reversed(state.get("messages") or []):
+        if isinstance(message, HumanMessage):
+            break
+        if isinstance(message, AIMessage):
+            for call in reversed(message.tool_calls):
+                if named := call["args"].get("order_id"):
+                    return normalise_order_id(named)
+    return ""

@@ -12,6 +12,14 @@ from langgraph.runtime import Runtime
 
 from agents.events import StepChanged
 from agents.graph.context import ShopContext
+from agents.graph.decisions import (
+    ASK_DECISION,
+    AWAIT_DECISION,
+    DECISION_WAITS,
+    ask_decision,
+    await_decision,
+    decision_waits,
+)
 from agents.graph.history import text_of
 from agents.graph.reporting import report
 from agents.graph.specialists.build import build_specialist
@@ -68,8 +76,11 @@ async def route_to_active(state: ShopState) -> str:
 
 
 async def route_turn(state: ShopState) -> str:
-    """A new message goes to the active specialist, after a summary if the history is long.
-    (No node runs otherwise: the facade's input itself resets the per-turn hand-off count.)"""
+    """A new message goes to the active specialist, after a summary if the history is long;
+    while a question waits for a person, to be refused (decisions.py). (No node runs
+    otherwise: the facade's input itself resets the per-turn hand-off count.)"""
+    if state.get("awaiting"):
+        return DECISION_WAITS
     return "summarise" if summary_cut(state["messages"]) else active_agent(state)
 
 
@@ -83,9 +94,16 @@ def build_graph(model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any] | N
     graph.add_node("summarise", make_summarise(model))
     for spec in SPECIALISTS:
         others = tuple(agent for agent in AGENTS if agent != spec.name)
-        graph.add_node(spec.name, build_specialist(spec, model), destinations=others)
+        # A specialist hands off to the others, or asks a person (the question waits here).
+        graph.add_node(
+            spec.name, build_specialist(spec, model), destinations=(*others, ASK_DECISION)
+        )
+    graph.add_node(ASK_DECISION, ask_decision)
+    graph.add_node(AWAIT_DECISION, await_decision, destinations=(AWAIT_DECISION, *AGENTS, END))
+    graph.add_node(DECISION_WAITS, decision_waits, destinations=(AWAIT_DECISION,))
     graph.add_node("end_turn", end_turn)
-    graph.add_conditional_edges(START, route_turn, ["summarise", *AGENTS])
+    graph.add_conditional_edges(START, route_turn, ["summarise", DECISION_WAITS, *AGENTS])
     graph.add_conditional_edges("summarise", route_to_active, list(AGENTS))
+    graph.add_edge(ASK_DECISION, AWAIT_DECISION)
     graph.add_edge("end_turn", END)
     return graph.compile(checkpointer=checkpointer, name="shopbot")

@@ -1,4 +1,5 @@
-"""What the model must extract before any tool may run (field names as in the reference design)."""
+"""The tools' arguments, as the model extracts them from the conversation (field names as in
+the reference design): what the gates check before any tool runs, on their cleaned values."""
 
 from __future__ import annotations
 
@@ -15,6 +16,15 @@ class OrderExtraction(BaseModel):
     query_type: str = Field(
         description="What the customer wants to know: 'status', 'delivery_date', 'product', "
         "or 'general'"
+    )
+
+
+class OrderReference(BaseModel):
+    """The order a customer asks to have checked for a refund."""
+
+    order_id: str = Field(
+        description="The order ID in the format ORD-XXX, exactly as the customer wrote it. "
+        "Empty string if the customer has not given one."
     )
 
 

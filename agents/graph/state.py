@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+
+# Not typing's: pydantic (a LangGraph server's schema endpoints) wants this one before 3.12.
+from typing_extensions import TypedDict
 
 
 class ShopState(TypedDict, total=False):
@@ -26,19 +29,24 @@ class ShopState(TypedDict, total=False):
     # A person's decision on each order's refund this turn (order id -> decision): it stands
     # until the customer's next message, whichever specialist the turn is handed to meanwhile.
     refund_decisions: dict[str, str]
+    # The question waiting for a person (a refund to approve, a complaint to review), asked
+    # at this level so that a message arriving meanwhile finds it (decisions.py); None once
+    # answered.
+    awaiting: dict[str, Any] | None
 
 
 class SpecialistState(ShopState, total=False):
     """A specialist's private scratchpad; it starts empty every time the specialist runs."""
 
-    extraction: dict[str, Any] | None
-    extraction_error: str | None
-    extraction_attempted: bool
+    # What the gates cleaned for this turn's order (or complaint): one a turn.
     validated: dict[str, Any] | None
     gate_error: str | None
     gate_codes: list[str]
     gate_checks: list[dict[str, Any]]
-    # Signatures of tool calls answered this run, for the repeated-call brake.
+    # The order a call was escalated for (over the limit), as the gates read it.
+    escalating: str | None
+    # Signatures of tool calls answered this run, for the repeated-call brake; those answered
+    # with a correction, which the model may make again (and fail again: then a person).
     seen_calls: list[str]
-    approval: dict[str, Any] | None
+    corrected_calls: list[str]
     stop: dict[str, str] | None

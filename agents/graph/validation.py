@@ -10,6 +10,7 @@ from agents.graph.services import Turn
 from gates import (
     GateError,
     GateResult,
+    Remedy,
     clean_query_type,
     validate_complaint,
     validate_customer_known,
@@ -44,6 +45,32 @@ class GateVerdict:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data, as a tool's artifact carries it to the node that acts on it."""
+        error = self.error
+        return {
+            "checks": [check.to_json() for check in self.checks],
+            "cleaned": self.cleaned,
+            "facts": self.facts,
+            "error": None
+            if error is None
+            else {"text": str(error), "remedy": int(error.remedy), "codes": list(error.codes)},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GateVerdict:
+        checks = tuple(
+            GateCheck(c["gate"], bool(c["ok"]), str(c["detail"]), tuple(c.get("codes", ())))
+            for c in data.get("checks", ())
+        )
+        wrong = data.get("error")
+        error = (
+            None
+            if not wrong
+            else GateError(str(wrong["text"]), Remedy(int(wrong["remedy"])), tuple(wrong["codes"]))
+        )
+        return cls(checks, data.get("cleaned"), error, dict(data.get("facts") or {}))
 
 
 class _Chain:
@@ -106,6 +133,19 @@ def _order_gates(
         return error
     chain.checks.append(GateCheck("ownership", True, "order belongs to the customer"))
     return found
+
+
+def with_check(
+    verdict: GateVerdict, gate: str, result: GateResult, passed_detail: str
+) -> GateVerdict:
+    """`verdict` with one more gate after it (its cleaned data kept when that one passes)."""
+    ok, value = result
+    if ok:
+        check = GateCheck(gate, True, passed_detail)
+        return GateVerdict((*verdict.checks, check), verdict.cleaned, None, verdict.facts)
+    assert isinstance(value, GateError)
+    check = GateCheck(gate, False, str(value), value.codes)
+    return GateVerdict((*verdict.checks, check), None, value, verdict.facts)
 
 
 def check_order_request(extracted: Mapping[str, Any], context: Turn, said: str = "") -> GateVerdict:

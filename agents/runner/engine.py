@@ -371,7 +371,10 @@ class ShopBotEngine:
             decided = ApprovalDecided(kind=pending.kind, decision=choice, by=by)
             self._note(thread_id, decided)
             yield decided
-            resume: Command[Any] = Command(resume=choice)
+            # With the request it answers: the graph refuses it for any other (decisions.py).
+            resume: Command[Any] = Command(
+                resume={"decision": choice, "request_id": pending.request_id}
+            )
             agent = active_in(before)
             async for event in self._drive(resume, thread_id, info.customer, agent, reviewer):
                 yield event

@@ -11,19 +11,13 @@ from agents.events import ApprovalRequest
 from agents.names import DEFAULT_AGENT
 
 # Interrupt payload keys that are engine bookkeeping, not something a reviewer decides on.
-_NOT_FOR_PEOPLE = ("kind", "options", "tool_call_id")
+_NOT_FOR_PEOPLE = ("kind", "options", "tool_call_id", "agent")
 
 
 def live_interrupts(state: Any) -> list[Any]:
-    """Interrupts still waiting for an answer. When a run resumed past an interrupt and then
-    failed (the provider went down while the refund agent wrote its reply), the parent still
-    lists the old interrupt; the specialist's own state shows it was answered."""
-    live = []
-    for task in state.tasks:
-        sub = task.state
-        if task.interrupts and (sub is None or not hasattr(sub, "interrupts") or sub.interrupts):
-            live.extend(task.interrupts)
-    return live
+    """Interrupts still waiting for an answer: the parent's question for a person (they are
+    asked there, see agents/graph/decisions.py)."""
+    return [pending for task in state.tasks for pending in task.interrupts]
 
 
 def pending_in(thread_id: str, state: Any) -> ApprovalRequest | None:

@@ -26,7 +26,6 @@ from tests.support.engine import files_holding
 from tests.support.fake_mistral import (
     FakeMistralServer,
     RecordedRequest,
-    structured,
     text,
     tool_call,
 )
@@ -133,36 +132,34 @@ def test_a_tool_call_whose_stream_stops_before_its_end_is_not_run(
 ) -> None:
     # The call arrives whole in its chunk; the chunk that says the reply is finished never
     # does. A cut-off reply is no reply, tool calls included.
-    lookup = tool_call("lookup_order", {"order_id": "ORD-001"})
+    lookup = tool_call("lookup_order", {"order_id": "ORD-001", "query_type": "status"})
     fake_mistral.end_early_next(times=4, after_chunks=2)  # the role chunk, then the call
     fake_mistral.script(*[lookup] * 4)
     code, result, err = chat(capsys, "c3", "Where is ORD-001?")
     assert (code, result["status"]) == (1, "error")
     assert err == f"shopbot: {CUT_SHORT}\n"
-    # Only the answering call, four times: the cut call went no further (no extraction).
+    # Only the answering call, four times: the cut call went no further (no tool ran).
     assert [(r.stream, r.kind) for r in fake_mistral.requests] == [(True, "fault")] * 4
     assert audit(capsys, "c3", "tool_called") == []
 
 
-def test_an_extraction_whose_body_is_cut_short_is_retried_and_then_fails_as_the_provider(
+def test_an_answer_after_a_tool_cut_short_is_retried_and_then_fails_as_the_provider(
     home: Path, fake_mistral: FakeMistralServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # The structured (not streamed) extraction call: half of its JSON body, then the end.
-    extraction = structured("OrderExtraction", {"order_id": "ORD-001", "query_type": "status"})
-
+    # The answer that reads the tool's result: its stream ends before its end, every time.
     def answer(body: dict[str, Any]) -> Any:
-        if body.get("stream"):
-            fake_mistral.end_early_next(times=4)  # every attempt of the extraction that follows
-            return tool_call("lookup_order", {"order_id": "ORD-001"})
-        return extraction
+        fake_mistral.end_early_next(times=4)  # every attempt of the answer that follows
+        fake_mistral.respond_with(lambda body: text("Delivered."))
+        return tool_call("lookup_order", {"order_id": "ORD-001", "query_type": "status"})
 
     fake_mistral.respond_with(answer)
     code, result, err = chat(capsys, "x1", "Where is ORD-001?")
     assert code == 1 and result["status"] == "error"
     assert err == f"shopbot: {CUT_SHORT}\n"
     kinds = [(r.stream, r.kind) for r in fake_mistral.requests]
-    assert kinds == [(True, "served")] + [(False, "fault")] * 4
-    assert audit(capsys, "x1", "tool_called") == []
+    assert kinds == [(True, "served")] + [(True, "fault")] * 4
+    # The tool ran once (its result stays in the conversation); nothing was said of it.
+    assert len(audit(capsys, "x1", "tool_called")) == 1
 
 
 # --------------------------------------------------------------------------- time limits

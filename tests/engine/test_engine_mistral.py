@@ -32,7 +32,6 @@ from tests.support.fake_mistral import (
     Answer,
     FakeMistralServer,
     raw_tool_call,
-    structured,
     text,
     tool_call,
     tool_calls,
@@ -42,19 +41,25 @@ REASON = "the left earcup stopped working"
 
 
 def refund_opening(order_id: str = "ORD-001", reason: str = REASON) -> list[object]:
-    """Order agent hands off; refund agent checks eligibility; the refund request is extracted."""
+    """Order agent hands off; refund agent checks eligibility, then asks for the refund (its
+    arguments are the request the gates check)."""
     return [
         tool_call("transfer_to_refund_agent", {"reason": "refund request"}),
         tool_call("check_refund_eligibility", {"order_id": order_id}),
-        structured("RefundExtraction", {"order_id": order_id, "reason": reason}),
+        tool_call("process_refund", {"order_id": order_id, "reason": reason}),
     ]
+
+
+def lookup(order_id: str) -> object:
+    return tool_call("lookup_order", {"order_id": order_id, "query_type": "status"})
+
+
+LOOKED_UP = ("lookup_order", {"order_id": "ORD-001", "query_type": "status"})
 
 
 async def test_order_status(tmp_path: Path, fake_mistral: FakeMistralServer) -> None:
     fake_mistral.script(
-        tool_call("lookup_order", {"order_id": "ORD-001"}),
-        structured("OrderExtraction", {"order_id": "ORD-001", "query_type": "status"}),
-        text("Your **Wireless Headphones** were delivered on 2025-06-10."),
+        lookup("ORD-001"), text("Your **Wireless Headphones** were delivered on 2025-06-10.")
     )
     async with open_engine(tmp_path, offline=False) as engine:
         assert engine.model_label == "mistral-small-latest"
@@ -62,8 +67,9 @@ async def test_order_status(tmp_path: Path, fake_mistral: FakeMistralServer) -> 
         assert turn.result.status == "done"
         assert turn.result.reply == "Your **Wireless Headphones** were delivered on 2025-06-10."
         assert turn.streamed == turn.result.reply  # tokens from inside the subgraph
-        assert tools_run(audit_of(engine, "s1")) == [("lookup_order", {"order_id": "ORD-001"})]
-    answering, extraction, final = fake_mistral.requests
+        assert tools_run(audit_of(engine, "s1")) == [LOOKED_UP]
+    # Two calls: the tool call (its arguments are what the gates check), then the answer.
+    answering, final = fake_mistral.requests
     assert answering.body["parallel_tool_calls"] is False
     assert answering.body["temperature"] == 0
     assert [t["function"]["name"] for t in answering.body["tools"]] == [
@@ -78,10 +84,11 @@ async def test_order_status(tmp_path: Path, fake_mistral: FakeMistralServer) -> 
         ["name", "parameters"],
         ["name", "parameters"],
     ]
-    assert extraction.body["tool_choice"] == "any"
-    assert [t["function"]["name"] for t in extraction.body["tools"]] == ["OrderExtraction"]
+    lookup_schema = answering.body["tools"][0]["function"]["parameters"]
+    assert sorted(lookup_schema["required"]) == ["order_id", "query_type"]
+    assert "tool_choice" not in answering.body or answering.body["tool_choice"] != "any"
     assert "Order ORD-001: Wireless Headphones" in final.messages[-1]["content"]
-    assert fake_mistral.served == 3
+    assert fake_mistral.served == 2
 
 
 async def test_a_second_order_the_model_left_out_is_named_back_and_mistral_accepts_it(
@@ -89,8 +96,7 @@ async def test_a_second_order_the_model_left_out_is_named_back_and_mistral_accep
 ) -> None:
     answer = "Your **Wireless Headphones** were delivered on 2025-06-10."
     fake_mistral.script(
-        tool_call("lookup_order", {"order_id": "ORD-001"}),
-        structured("OrderExtraction", {"order_id": "ORD-001", "query_type": "status"}),
+        lookup("ORD-001"),
         text(answer),
         text("Happy to help."),
     )
@@ -106,18 +112,14 @@ async def test_a_second_order_the_model_left_out_is_named_back_and_mistral_accep
     replayed = fake_mistral.requests[-1].messages[-2]
     assert replayed == {"role": "assistant", "content": turn.result.reply}
     assert fake_mistral.rejections == []
-    assert fake_mistral.served == 4
+    assert fake_mistral.served == 3
 
 
 @pytest.mark.parametrize("decision", ["approve", "reject", "escalate"])
 async def test_refund_decisions(
     tmp_path: Path, fake_mistral: FakeMistralServer, decision: str
 ) -> None:
-    fake_mistral.script(
-        *refund_opening(),
-        tool_call("process_refund", {"order_id": "ORD-001", "reason": REASON}),
-        text(f"Outcome: {decision}."),
-    )
+    fake_mistral.script(*refund_opening(), text(f"Outcome: {decision}."))
     async with open_engine(tmp_path, offline=False) as engine:
         ask = await say(engine, "r1", f"I want a refund for ORD-001, {REASON}", "Alex")
         assert ask.result.status == "awaiting_approval"
@@ -144,31 +146,27 @@ async def test_refund_decisions(
 async def test_misread_id_is_corrected_before_any_tool_runs(
     tmp_path: Path, fake_mistral: FakeMistralServer
 ) -> None:
-    fake_mistral.script(
-        tool_call("lookup_order", {"order_id": "ORD-001"}),
-        structured("OrderExtraction", {"order_id": "ORD-0O1", "query_type": "status"}),
-        structured("OrderExtraction", {"order_id": "ORD-001", "query_type": "status"}),
-        text("Delivered."),
-    )
+    fake_mistral.script(lookup("ORD-0O1"), lookup("ORD-001"), text("Delivered."))
     async with open_engine(tmp_path, offline=False) as engine:
         turn = await say(engine, "h1", "Status of ORD-001 please", "Alex")
         events = audit_of(engine, "h1")
         assert kinds(events)[1:4] == ["gate_failed", "correction", "gate_passed"]
-        assert tools_run(events) == [("lookup_order", {"order_id": "ORD-001"})]
+        assert tools_run(events) == [LOOKED_UP]
         assert turn.result.reply == "Delivered."
-    correction = fake_mistral.requests[2].messages
+    # The call's own answer is the gate's exact error: the model reads it and calls again.
+    correction = fake_mistral.requests[1].messages
+    assert correction[-1]["role"] == "tool"
     assert "ORD-0O1' does not match the required format ORD-XXX" in correction[-1]["content"]
-    assert correction[-2]["role"] == "assistant"  # what the model said before
-    # The correction lived only in that request, not in the conversation.
-    assert "validation error" not in str(fake_mistral.requests[3].messages)
+    assert "Call lookup_order again with the corrected value." in correction[-1]["content"]
+    assert fake_mistral.served == 3  # the call, the corrected call, the answer
 
 
 async def test_id_that_stays_wrong_escalates_with_no_tool_run(
     tmp_path: Path, fake_mistral: FakeMistralServer
 ) -> None:
     # The customer wrote ORD-001; the model keeps reading an id that is nowhere in it.
-    wrong = structured("OrderExtraction", {"order_id": "ORD-999", "query_type": "status"})
-    fake_mistral.script(tool_call("lookup_order", {"order_id": "ORD-999"}), wrong, wrong, wrong)
+    wrong = lookup("ORD-999")
+    fake_mistral.script(wrong, wrong, wrong)
     async with open_engine(tmp_path, offline=False) as engine:
         turn = await say(engine, "w1", "Where is ORD-001?", "Alex")
         events = audit_of(engine, "w1")
@@ -176,14 +174,14 @@ async def test_id_that_stays_wrong_escalates_with_no_tool_run(
         assert tools_run(events) == []
         assert "escalated" in kinds(events)
         assert "senior support agent" in turn.result.reply
-    assert fake_mistral.served == 4  # the escalation message needs no model call
+    assert fake_mistral.served == 3  # the escalation message needs no model call
 
 
 async def test_refund_for_another_order_than_the_validated_one_is_refused(
     tmp_path: Path, fake_mistral: FakeMistralServer
 ) -> None:
     fake_mistral.script(
-        *refund_opening(),
+        *refund_opening()[:2],
         tool_call("process_refund", {"order_id": "ORD-004", "reason": REASON}),
         text("I can only refund ORD-001."),
     )
@@ -192,15 +190,15 @@ async def test_refund_for_another_order_than_the_validated_one_is_refused(
         assert turn.result.status == "done"
         events = audit_of(engine, "x1")
         assert "approval_requested" not in kinds(events)
-        mismatch = [e.detail for e in events if e.kind == "gate_failed"]
-        assert mismatch[-1]["gate"] == "refund_action"
-        assert mismatch[-1]["codes"] == ["refund_action.order_mismatch"]
+        # One order a turn: the call for another is refused before it runs.
+        refused = [e.detail for e in events if e.kind == "tool_refused"]
+        assert refused[-1]["tool"] == "process_refund"
         assert engine.shop.refund_for("ORD-004") is None
         assert engine.shop.refund_for("ORD-001") is None
-    refused = fake_mistral.requests[-1].messages[-1]
+    refused_answer = fake_mistral.requests[-1].messages[-1]
     assert (
-        refused["role"] == "tool"
-        and "validated refund request is for ORD-001" in refused["content"]
+        refused_answer["role"] == "tool"
+        and "the order validated in this turn is ORD-001" in refused_answer["content"]
     )
 
 
@@ -214,7 +212,7 @@ async def test_two_refund_calls_in_one_message_pay_once(
         ],
         ignores_parallel_false=True,
     )
-    fake_mistral.script(*refund_opening(), double, text("Refunded once."))
+    fake_mistral.script(*refund_opening()[:2], double, text("Refunded once."))
     async with open_engine(tmp_path, offline=False) as engine:
         ask = await say(engine, "d1", f"Refund ORD-001, {REASON}", "Alex")
         assert ask.result.status == "awaiting_approval"
@@ -226,7 +224,8 @@ async def test_two_refund_calls_in_one_message_pay_once(
         assert [name for name, _ in tools_run(events)].count("process_refund") == 1
         reference = engine.shop.refund_for("ORD-001")
         assert reference is not None
-    first, second = [m for m in fake_mistral.requests[-1].messages if m["role"] == "tool"][-2:]
+    tool_answers = [m for m in fake_mistral.requests[-1].messages if m["role"] == "tool"]
+    first, second = tool_answers[-2:]
     # Both calls are answered (Mistral insists); only the first one paid.
     assert "already called process_refund" in first["content"]
     assert reference.reference in second["content"]
@@ -334,8 +333,7 @@ async def test_provider_down_then_back(tmp_path: Path, fake_mistral: FakeMistral
 
         fake_mistral.start()
         fake_mistral.script(
-            tool_call("lookup_order", {"order_id": "ORD-001"}),
-            structured("OrderExtraction", {"order_id": "ORD-001", "query_type": "status"}),
+            lookup("ORD-001"),
             text("Delivered on 2025-06-10."),
         )
         back = await say(engine, "dn", "Where is my order ORD-001?", "Alex")
@@ -361,8 +359,7 @@ async def test_malformed_tool_arguments_are_answered_and_retried(
 ) -> None:
     fake_mistral.script(
         raw_tool_call("lookup_order", '{"order_id": ORD-001'),
-        tool_call("lookup_order", {"order_id": "ORD-001"}),
-        structured("OrderExtraction", {"order_id": "ORD-001", "query_type": "status"}),
+        lookup("ORD-001"),
         text("Delivered."),
     )
     async with open_engine(tmp_path, offline=False) as engine:
@@ -370,7 +367,7 @@ async def test_malformed_tool_arguments_are_answered_and_retried(
         assert turn.result.reply == "Delivered."
         events = audit_of(engine, "mf")
         assert "tool_refused" in kinds(events)
-        assert tools_run(events) == [("lookup_order", {"order_id": "ORD-001"})]
+        assert tools_run(events) == [LOOKED_UP]
     replayed = fake_mistral.requests[1].messages
     assert "not valid JSON" in replayed[-1]["content"]
 
@@ -378,10 +375,8 @@ async def test_malformed_tool_arguments_are_answered_and_retried(
 async def test_customer_claiming_to_be_an_admin(
     tmp_path: Path, fake_mistral: FakeMistralServer
 ) -> None:
-    theirs = structured("OrderExtraction", {"order_id": "ORD-002", "query_type": "status"})
     fake_mistral.script(
-        tool_call("lookup_order", {"order_id": "ORD-002"}),
-        theirs,
+        lookup("ORD-002"),
         text("I couldn't find that order on your account. Could you check the number?"),
     )
     async with open_engine(tmp_path, offline=False) as engine:
@@ -417,8 +412,8 @@ async def test_over_limit_refund_is_escalated(
 async def test_angry_complaint_reviewed(tmp_path: Path, fake_mistral: FakeMistralServer) -> None:
     fake_mistral.script(
         tool_call("transfer_to_complaints_agent", {"reason": "complaint"}),
-        structured(
-            "ComplaintExtraction",
+        tool_call(
+            "file_complaint",
             {
                 "issue_summary": "Parcel two weeks late and no answer to e-mails",
                 "sentiment": "angry",
@@ -442,8 +437,7 @@ async def test_a_reply_stopped_mid_stream_leaves_a_history_mistral_accepts(
     fake_mistral.stream_chunk_delay = 0.05  # 4 characters every 50 ms: seconds of reply
     fake_mistral.script(
         text("Hello! " + "Let me tell you everything about our shop. " * 20),
-        tool_call("lookup_order", {"order_id": "ORD-001"}),
-        structured("OrderExtraction", {"order_id": "ORD-001", "query_type": "status"}),
+        lookup("ORD-001"),
         text("Your Wireless Headphones were delivered."),
     )
     async with open_engine(tmp_path, offline=False) as engine:
@@ -485,22 +479,22 @@ async def test_a_reply_stopped_mid_stream_leaves_a_history_mistral_accepts(
 async def test_an_answer_that_is_not_a_mistral_reply_fails_as_the_provider(
     tmp_path: Path, fake_mistral: FakeMistralServer, body: str | dict[str, object]
 ) -> None:
-    # A proxy or captive portal answering HTTP 200 with its own page: the structured (not
-    # streamed) extraction call read "Something went wrong inside ShopBot (JSONDecodeError)",
-    # with no provider_error in the audit log; the streamed call "cannot be reached".
+    # A proxy or captive portal answering HTTP 200 with its own page: a call read "Something
+    # went wrong inside ShopBot (JSONDecodeError)", with no provider_error in the audit log,
+    # or "cannot be reached"; after a tool's answer, and on a turn's first call.
     def then_unreadable(request: dict[str, object]) -> Answer:
         fake_mistral.fail_next(200, times=4, body=body)  # every attempt of the next call
-        return tool_call("lookup_order", {"order_id": "ORD-001"})
+        return tool_call("lookup_order", {"order_id": "ORD-001", "query_type": "status"})
 
     fake_mistral.respond_with(then_unreadable)
     async with open_engine(tmp_path, offline=False) as engine:
-        extraction = await say(engine, "px", "Where is ORD-001?", "Alex")
-        assert [r.stream for r in fake_mistral.requests] == [True] + [False] * 4
+        after_tool = await say(engine, "px", "Where is ORD-001?", "Alex")
+        assert [r.stream for r in fake_mistral.requests] == [True] * 5
         fake_mistral.respond_with(None)
         fake_mistral.fail_next(200, times=4, body=body)
         streamed = await say(engine, "px", "Where is ORD-001?", "Alex")
         assert [r.stream for r in fake_mistral.requests[5:]] == [True] * 4
-        for turn in (extraction, streamed):
+        for turn in (after_tool, streamed):
             assert turn.result.status == "error"
             assert [f.kind for f in turn.of(TurnFailed)] == ["provider"]
             assert "could not be read" in (turn.result.error or "")
@@ -558,16 +552,16 @@ async def test_a_key_in_a_tool_calling_reply_reaches_no_store(
 ) -> None:
     # The same leaked key, in the text beside a tool call and in the call's arguments: only
     # a reply without tool calls was redacted, so these reached the checkpoints whole.
-    call = tool_call("lookup_order", {"order_id": "ORD-001", "note": FAKE_API_KEY})
+    call = tool_call(
+        "lookup_order", {"order_id": "ORD-001", "query_type": "status", "note": FAKE_API_KEY}
+    )
     fake_mistral.script(
-        replace(call, content=f"Checking it with {FAKE_API_KEY} now."),
-        structured("OrderExtraction", {"order_id": "ORD-001", "query_type": "status"}),
-        text("Delivered."),
+        replace(call, content=f"Checking it with {FAKE_API_KEY} now."), text("Delivered.")
     )
     async with open_engine(tmp_path, offline=False) as engine:
         turn = await say(engine, "leak", "Where is ORD-001?", "Alex")
         assert turn.result.reply == "Delivered."
-        assert tools_run(audit_of(engine, "leak")) == [("lookup_order", {"order_id": "ORD-001"})]
+        assert tools_run(audit_of(engine, "leak")) == [LOOKED_UP]
         stored = await history(engine, "leak")
         assert all(FAKE_API_KEY not in repr(m) for m in stored)
     assert not files_holding(tmp_path, FAKE_API_KEY)
@@ -580,8 +574,8 @@ async def test_a_key_in_an_extraction_reaches_no_store_nor_the_reviewer(
     # customer, shown to the person reviewing the complaint.
     fake_mistral.script(
         tool_call("transfer_to_complaints_agent"),
-        structured(
-            "ComplaintExtraction",
+        tool_call(
+            "file_complaint",
             {"issue_summary": f"Parcel late, proxy said {FAKE_API_KEY}", "sentiment": "angry"},
         ),
     )

@@ -46,7 +46,7 @@ from tests.support.engine import (
     tools_run,
 )
 from tests.support.failing_models import FlakyDemoModel, LockedStoreModel, MisreadingDemoModel
-from tests.support.scripted_model import ScriptedChatModel, call, extract
+from tests.support.scripted_model import ScriptedChatModel, call
 from tests.support.scripted_model import say as scripted_says
 from tests.support.tui import GatedModel
 
@@ -59,7 +59,9 @@ async def test_order_status_for_the_owner(tmp_path: Path) -> None:
         assert "In Transit" in result.reply
         assert turn.streamed == result.reply  # streamed token by token from the subgraph
         events = audit_of(engine, "t1")
-        assert tools_run(events) == [("lookup_order", {"order_id": "ORD-002"})]
+        assert tools_run(events) == [
+            ("lookup_order", {"order_id": "ORD-002", "query_type": "status"})
+        ]
         gates = [(e.detail["gate"], e.kind) for e in events if e.kind.startswith("gate_")]
         assert gates == [("order_id", "gate_passed"), ("ownership", "gate_passed")]
         assert_mistral_valid(await history(engine, "t1"))
@@ -84,7 +86,9 @@ async def test_a_turn_sends_only_its_tool_to_a_worker_thread(
         turn = await say(engine, "t1", "Where is my order ORD-001?", "Alex")
         monkeypatch.undo()
         assert turn.result.status == "done" and "Delivered" in turn.result.reply
-        assert tools_run(audit_of(engine, "t1")) == [("lookup_order", {"order_id": "ORD-001"})]
+        assert tools_run(audit_of(engine, "t1")) == [
+            ("lookup_order", {"order_id": "ORD-001", "query_type": "status"})
+        ]
     assert len(hops) == 1
 
 
@@ -233,7 +237,8 @@ async def test_a_decision_on_a_request_asked_anew_meanwhile_decides_nothing(
         assert again.pending is not None
         # The same refund, told apart by its id (and, to the person, by the "no" before it).
         asked_again = {**again.pending.payload, "decided_before": []}
-        assert asked_again == shown.payload
+        assert asked_again.pop("request_id") != shown.payload["request_id"]
+        assert asked_again == {k: v for k, v in shown.payload.items() if k != "request_id"}
         assert [d["decision"] for d in again.pending.payload["decided_before"]] == ["reject"]
         with pytest.raises(DecisionPending) as refused:
             await outcome(engine.resume("r3", "approve", asked=shown.request_id))
@@ -265,7 +270,9 @@ async def test_misread_id_is_corrected_then_looked_up(tmp_path: Path) -> None:
         turn = await say(engine, "h1", "What's the status of ORD-0O1?", "Alex")
         events = audit_of(engine, "h1")
         assert kinds(events)[:4] == ["turn_started", "gate_failed", "correction", "gate_passed"]
-        assert tools_run(events) == [("lookup_order", {"order_id": "ORD-001"})]
+        assert tools_run(events) == [
+            ("lookup_order", {"order_id": "ORD-001", "query_type": "status"})
+        ]
         steps = [s.detail for s in turn.of(StepChanged) if s.step == "correcting"]
         assert steps == ["1/2"]
         assert "Wireless Headphones" in turn.result.reply
@@ -368,7 +375,9 @@ async def test_a_second_order_in_one_message_is_named_back_and_nothing_of_it_sho
         assert reply.endswith(other_orders_sentence(["ORD-002"]))
         # Sam's order: named back as the customer wrote it, nothing more.
         assert "Phone Case" not in reply and "In Transit" not in reply and "Sam" not in reply
-        assert tools_run(audit_of(engine, "two")) == [("lookup_order", {"order_id": "ORD-001"})]
+        assert tools_run(audit_of(engine, "two")) == [
+            ("lookup_order", {"order_id": "ORD-001", "query_type": "status"})
+        ]
         # Streamed, announced, stored and shown alike.
         assert turn.streamed == reply
         assert [done.text for done in turn.of(ReplyDone)] == [reply]
@@ -421,8 +430,7 @@ async def test_a_reply_that_names_the_other_order_itself_gets_no_sentence(
     tmp_path: Path,
 ) -> None:
     model = ScriptedChatModel().script(
-        call("lookup_order", order_id="ORD-001"),
-        extract("OrderExtraction", order_id="ORD-001", query_type="status"),
+        call("lookup_order", order_id="ORD-001", query_type="status"),
         scripted_says("ORD-001 was delivered. Ask me about ord 004 next."),
         scripted_says("Which of the two shall I look at first?"),
     )

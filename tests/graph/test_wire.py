@@ -11,11 +11,13 @@ from agents.events import (
     WIRE_TYPES,
     AgentChanged,
     ApprovalDecided,
+    DecisionRefused,
     EngineEvent,
     Escalated,
     GateChecked,
     HandedOff,
     LimitReached,
+    MessageRefused,
     RefundNotCarriedOut,
     RefundPaid,
     ReplyDone,
@@ -42,6 +44,8 @@ EXAMPLES: list[EngineEvent] = [
     RefundPaid("refund_agent", "ORD-005", "REF-ORD-005-ABC123", "59.50"),
     RefundNotCarriedOut("refund_agent", "ORD-005", "approve", "locked", storage=True),
     ApprovalDecided("refund_approval", "approve", by="dana (app)"),
+    DecisionRefused("refund_agent", "not an option"),
+    MessageRefused("refund_agent", "a decision waits"),
     TurnFailed("provider", "down"),
 ]
 

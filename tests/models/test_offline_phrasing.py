@@ -342,7 +342,8 @@ async def test_a_newcomer_phrasing(tmp_path: Path, case: Case) -> None:
     reply = result.reply.lower()
     assert [p for p in case.present if p.lower() not in reply] == [], result.reply
     assert [a for a in case.absent if a.lower() in reply] == [], result.reply
-    assert [(tool, args["order_id"]) for tool, args in ran] == list(case.tools)
+    orders = [(tool, args["order_id"]) for tool, args in ran if "order_id" in args]
+    assert orders == list(case.tools)
     if case.agent:
         assert result.active_agent == case.agent
 

@@ -30,7 +30,7 @@ from agents.runner import engine as engine_module
 from agents.safety import redaction, trace_privacy
 from agents.settings import Settings
 from shopbot_tui.cli.main import main
-from tests.support.fake_mistral import FakeMistralServer, basic_auth, structured, text, tool_call
+from tests.support.fake_mistral import FakeMistralServer, basic_auth, text, tool_call
 from tests.support.langsmith_capture import LangSmithCapture, Mode
 
 KEY = "Tr4ceSecretKey" + "7" * 18  # the Mistral shape: 32 alphanumerics
@@ -123,7 +123,6 @@ def traced_refund(
         fake.script(
             tool_call("transfer_to_refund_agent", {"reason": "refund"}),
             tool_call("check_refund_eligibility", {"order_id": "ORD-001"}),
-            structured("RefundExtraction", {"order_id": "ORD-001", "reason": REASON}),
             tool_call("process_refund", {"order_id": "ORD-001", "reason": REASON}),
             text("Your refund is on its way."),
         )
@@ -132,7 +131,7 @@ def traced_refund(
         assert json.loads(capsys.readouterr().out)["status"] == "awaiting_approval"
         assert main(["resume", "t1", "approve", "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["reply"] == "Your refund is on its way."
-        assert (fake.served, len(fake.faults), fake.rejections) == (5, 1, [])
+        assert (fake.served, len(fake.faults), fake.rejections) == (4, 1, [])
         # The process's client (langsmith.configure, or langsmith's own): its traces sent,
         # its threads stopped.
         run_trees.get_cached_client().close()
@@ -143,11 +142,11 @@ def assert_traced(capture: LangSmithCapture) -> None:
     """The traces arrived, failures and the model's settings among them: the search below
     had something to search."""
     runs = capture.runs().values()
-    # The two turns' graph runs, their nodes, tools and 6 model calls, each ended (patched).
+    # The two turns' graph runs, their nodes, tools and 5 model calls, each ended (patched).
     assert len(runs) >= 30, sorted(run.get("name", "?") for run in runs)
     assert all("end_time" in run for run in runs)
     assert len(provider_errors(capture)) == 1
-    assert sum(1 for run in runs if run.get("serialized")) == 6
+    assert sum(1 for run in runs if run.get("serialized")) == 5
 
 
 def provider_errors(capture: LangSmithCapture) -> list[str]:

@@ -45,16 +45,16 @@ class LockedStoreModel(OfflineDemoModel):
 
 
 class MisreadingDemoModel(OfflineDemoModel):
-    """The demo model whose extractions read an order id as another, however often the gate
-    says so (`misread`: the id written -> the id it reads): a model that stays wrong."""
+    """The demo model whose tool calls read an order id as another, however often the gates
+    say so (`misread`: the id written, or the id it repairs to -> the id it reads): a model
+    that stays wrong."""
 
     misread: dict[str, str] = Field(default_factory=dict)
 
     def answer(self, messages: Any, tools: Any, tool_choice: Any) -> AIMessage:
         reply = super().answer(messages, tools, tool_choice)
-        names = [tool["function"]["name"] for tool in tools]
-        if tool_choice == "any" and names and names[0].endswith("Extraction"):
-            for call in reply.tool_calls:
-                order_id = call["args"].get("order_id")
+        for call in reply.tool_calls:
+            order_id = call["args"].get("order_id")
+            if order_id is not None:
                 call["args"]["order_id"] = self.misread.get(order_id, order_id)
         return reply

@@ -21,7 +21,6 @@ from tests.support.engine import FAST_RETRY
 from tests.support.fake_mistral import (
     FAKE_API_KEY,
     FakeMistralServer,
-    structured,
     text,
     tool_call,
 )
@@ -48,8 +47,7 @@ PROMPT = 3.0
 
 def order_status(reply: str) -> list[object]:
     return [
-        tool_call("lookup_order", {"order_id": "ORD-001"}),
-        structured("OrderExtraction", {"order_id": "ORD-001", "query_type": "status"}),
+        tool_call("lookup_order", {"order_id": "ORD-001", "query_type": "status"}),
         text(reply),
     ]
 

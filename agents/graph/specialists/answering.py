@@ -6,7 +6,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, SystemMessage, message_chunk_to_message
+from langchain_core.messages import (
+    AIMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_chunk_to_message,
+)
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph import END
@@ -15,7 +21,7 @@ from langgraph.types import StreamWriter
 
 from agents.events import ReplyDone, StepChanged, TokenDelta, to_wire
 from agents.graph.context import ShopContext
-from agents.graph.history import storable_reply, text_of, without_handoffs
+from agents.graph.history import HANDOFF_PREFIX, storable_reply, text_of, without_handoffs
 from agents.graph.other_orders import other_orders_in_turn
 from agents.graph.prompts import specialist_prompt
 from agents.graph.reporting import report
@@ -40,23 +46,29 @@ def tool_schemas(tools: Sequence[BaseTool]) -> list[dict[str, Any]]:
 
 
 def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
-    answering_model = model.bind_tools(tool_schemas(spec.tools), parallel_tool_calls=False)
+    schemas = tool_schemas(spec.tools)
+    answering_model = model.bind_tools(schemas, parallel_tool_calls=False)
+    # The complaints agent files the complaint (or hands the customer on) before it says
+    # anything: whether a person reviews it depends on the sentiment it files.
+    filing_model = (
+        model.bind_tools(schemas, tool_choice="any", parallel_tool_calls=False)
+        if spec.review == "complaint"
+        else answering_model
+    )
 
     async def respond(state: SpecialistState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
         report(runtime, StepChanged(agent=spec.name, step="answering"))
-        # A gate verdict with no tool call to carry it (complaints) reaches the model here.
-        guidance = state.get("gate_error") if spec.extract_first else None
+        validated = state.get("validated")
         system = specialist_prompt(
             spec.name,
             customer=runtime.context.customer,
             summary=state.get("summary", ""),
-            validated=state.get("validated"),
-            guidance=guidance,
+            validated=validated,
         )
         # Streamed through the custom stream (not LangGraph's "messages" mode, which hooks
         # every runnable of the graph to find the few tokens a customer should see).
         streamed = await call_model(
-            answering_model,
+            answering_model if validated or not _new_message(state) else filing_model,
             [SystemMessage(system), *without_handoffs(state["messages"])],
             runtime,
             agent=spec.name,
@@ -72,11 +84,22 @@ def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
             if spec.works_on_orders:
                 reply = naming_other_orders(reply, state, runtime.stream_writer, spec.name)
             report(runtime, ReplyDone(agent=spec.name, text=text_of(reply)))
-            if spec.review == "complaint" and state.get("validated"):
+            if spec.review == "complaint" and validated:
                 return {"messages": [reply], **close_complaint(runtime, spec.name)}
         return {"messages": [reply]}
 
     return respond
+
+
+def _new_message(state: SpecialistState) -> bool:
+    """Whether the customer's latest message has had no tool answered since (hand-offs
+    aside): the complaints agent files it (or hands it on) before it says anything."""
+    for message in reversed(state.get("messages") or []):
+        if isinstance(message, HumanMessage):
+            return True
+        if isinstance(message, ToolMessage) and not (message.name or "").startswith(HANDOFF_PREFIX):
+            return False
+    return False
 
 
 def naming_other_orders(

@@ -23,7 +23,6 @@ from agents.graph.reporting import report
 from agents.graph.specialists.spec import SpecialistSpec
 from agents.graph.state import SpecialistState
 from agents.names import DEFAULT_AGENT
-from gates import normalise_order_id
 
 
 def make_escalate(spec: SpecialistSpec) -> Any:
@@ -31,8 +30,8 @@ def make_escalate(spec: SpecialistSpec) -> Any:
         codes = state.get("gate_codes", [])
         if "refund.over_limit" in codes:
             reason = "refund above the auto-refund limit"
-            # The order this turn's extraction named, not the conversation's last validated one.
-            asked = normalise_order_id((state.get("extraction") or {}).get("order_id"))
+            # The order the call named, not the conversation's last validated one.
+            asked = state.get("escalating") or ""
             text = ESCALATED_OVER_LIMIT.format(order_id=asked or "your order")
             # Only that order goes to a colleague: another the customer named is theirs to
             # ask about next. (After failed corrections the whole request goes to one.)

@@ -6,10 +6,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from langchain_core.tools import BaseTool
-from pydantic import BaseModel
 
 from agents.graph.tools.handoff import handoffs_from
-from agents.graph.validation import GateChain
 
 # At most this many corrections per turn, then a human takes over (the reference's hard cap).
 MAX_CORRECTIONS = 2
@@ -25,17 +23,14 @@ RECURSION_LIMIT = 40
 class SpecialistSpec:
     name: str
     ticket_category: str
-    schema: type[BaseModel]
-    gates: GateChain
+    # Its own tools, whose arguments the gates check (tools/domain.py).
     domain_tools: tuple[BaseTool, ...]
-    # Complaints are extracted before answering: the review decision needs the sentiment.
-    extract_first: bool = False
     review: Literal["complaint"] | None = None
 
     @property
     def works_on_orders(self) -> bool:
-        """Order and refund agents: each turn's extraction names the one order it works on."""
-        return "order_id" in self.schema.model_fields
+        """Order and refund agents: a turn's tools name the one order it works on."""
+        return self.review is None
 
     @property
     def handoff_tools(self) -> list[BaseTool]:

@@ -1,28 +1,76 @@
-"""Shop tools. They run only on gate-validated arguments (see specialists/tool_calls.py).
+"""Shop tools. Their arguments are the extraction schemas: pydantic validates what the model
+wrote, the gates check it, and each tool's work runs on the gate-cleaned values only, never
+on what the model wrote. A failed gate is the tool's answer (its exact error, for the model
+to act on) and its artifact says what failed, so the act node can correct, ask or escalate.
 
-Each re-checks ownership itself: defence in depth, should a call ever bypass the gates; and
-`process_refund` pays only the refund a person was asked to approve, at the amount shown.
-`ToolRuntime[Any, Any]`, not `[ShopContext, ...]`: LangChain builds a pydantic schema from
-the signature, and the context holds objects pydantic cannot describe.
+`process_refund` moves no money: a call that passes its gates is staged for a person's
+approval (specialists/tool_calls.py), and `pay_refund` pays it once that person approved.
+`ToolRuntime[Any, Any]`: LangChain builds a schema from the signature; the runtime is
+injected, never shown to the model.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from langchain.tools import ToolRuntime
+from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool, tool
 
-from agents.graph.services import turn
+from agents.graph.history import customer_words
+from agents.graph.schemas import (
+    ComplaintExtraction,
+    OrderExtraction,
+    OrderReference,
+    RefundExtraction,
+)
+from agents.graph.services import Turn, turn
+from agents.graph.validation import (
+    GateVerdict,
+    check_complaint,
+    check_order_request,
+    check_refund_request,
+    with_check,
+)
 from agents.names import REFUND_AGENT
 from agents.store.shop import Order, RefundAudit
-from gates import AUTO_REFUND_LIMIT, REFUNDABLE_STATUS, normalise_order_id, validate_ownership
+from gates import (
+    AUTO_REFUND_LIMIT,
+    REFUNDABLE_STATUS,
+    needs_review,
+    validate_ownership,
+    validate_refund_action,
+)
+
+Outcome = tuple[str, dict[str, Any]]
+Gates = Callable[[Mapping[str, Any], Turn, str], GateVerdict]
 
 
-def _visible_order(order_id: str, runtime: ToolRuntime[Any, Any]) -> Order | None:
+def _checked(
+    gates: Gates, args: Mapping[str, Any], runtime: ToolRuntime[Any, Any]
+) -> tuple[Turn, GateVerdict]:
+    """The gates on what the model wrote, with the customer's own words beside it (a typo
+    of theirs is asked back, a misreading of the model corrected)."""
     this = turn(runtime.context, runtime.config)
-    order = this.shop.get_order(normalise_order_id(order_id))
+    state = runtime.state if isinstance(runtime.state, dict) else {}
+    messages: list[BaseMessage] = state.get("messages", [])
+    return this, gates(args, this, customer_words(messages))
+
+
+def _refused(verdict: GateVerdict) -> Outcome:
+    return str(verdict.error), {"verdict": verdict.to_json()}
+
+
+def _passed(text: str, verdict: GateVerdict, **more: Any) -> Outcome:
+    return text, {"verdict": verdict.to_json(), **more}
+
+
+def _visible_order(order_id: str, this: Turn) -> Order | None:
+    """The order if this conversation may see it (again where the data is read: defence in
+    depth, should a call ever arrive without its gates)."""
+    order = this.shop.get_order(order_id)
     if order is None:
         return None
     owned, _ = validate_ownership(order.order_id, order.customer, this.customer)
@@ -33,44 +81,100 @@ def _not_found(order_id: str) -> str:
     return f"No order found with ID '{order_id}'. Ask the customer to check the order number."
 
 
-@tool
-def lookup_order(order_id: str, runtime: ToolRuntime[Any, Any]) -> str:
+@tool(args_schema=OrderExtraction, response_format="content_and_artifact")
+def lookup_order(order_id: str, query_type: str, runtime: ToolRuntime[Any, Any]) -> Outcome:
     """Look up a customer's order by order ID: product, status, amount and delivery date."""
-    order = _visible_order(order_id, runtime)
+    this, verdict = _checked(
+        check_order_request, {"order_id": order_id, "query_type": query_type}, runtime
+    )
+    if verdict.cleaned is None:
+        return _refused(verdict)
+    order = _visible_order(verdict.cleaned["order_id"], this)
     if order is None:
-        return _not_found(order_id)
+        return _passed(_not_found(verdict.cleaned["order_id"]), verdict)
     text = (
         f"Order {order.order_id}: {order.product} | Status: {order.status} | "
         f"Amount: ${order.amount:.2f} | Delivery: {order.delivery}"
     )
-    refund = turn(runtime.context, runtime.config).shop.refund_for(order.order_id)
-    return f"{text} | Refunded: {refund.reference}" if refund else text
+    refund = this.shop.refund_for(order.order_id)
+    return _passed(f"{text} | Refunded: {refund.reference}" if refund else text, verdict)
 
 
-@tool
-def check_refund_eligibility(order_id: str, runtime: ToolRuntime[Any, Any]) -> str:
+@tool(args_schema=OrderReference, response_format="content_and_artifact")
+def check_refund_eligibility(order_id: str, runtime: ToolRuntime[Any, Any]) -> Outcome:
     """Check whether an order can be refunded. Only Delivered orders are eligible."""
-    order = _visible_order(order_id, runtime)
+    this, verdict = _checked(check_order_request, {"order_id": order_id}, runtime)
+    if verdict.cleaned is None:
+        return _refused(verdict)
+    order = _visible_order(verdict.cleaned["order_id"], this)
     if order is None:
-        return _not_found(order_id)
-    refund = turn(runtime.context, runtime.config).shop.refund_for(order.order_id)
+        return _passed(_not_found(verdict.cleaned["order_id"]), verdict)
+    refund = this.shop.refund_for(order.order_id)
     if refund is not None:
-        return f"Order {order.order_id} was already refunded (reference {refund.reference})."
-    if order.status != REFUNDABLE_STATUS:
-        return f"Order {order.order_id} is NOT eligible. Status: {order.status}."
-    if Decimal(order.amount) > AUTO_REFUND_LIMIT:
-        return (
+        text = f"Order {order.order_id} was already refunded (reference {refund.reference})."
+    elif order.status != REFUNDABLE_STATUS:
+        text = f"Order {order.order_id} is NOT eligible. Status: {order.status}."
+    elif Decimal(order.amount) > AUTO_REFUND_LIMIT:
+        text = (
             f"Order {order.order_id} is eligible, but ${order.amount:.2f} is above the "
             f"${AUTO_REFUND_LIMIT:.2f} auto-refund limit: it needs a senior colleague."
         )
-    return f"Order {order.order_id} IS eligible for a refund. Amount: ${order.amount:.2f}."
+    else:
+        text = f"Order {order.order_id} IS eligible for a refund. Amount: ${order.amount:.2f}."
+    return _passed(text, verdict)
 
 
-def _approved_amount(order_id: str, runtime: ToolRuntime[Any, Any]) -> Decimal | None:
-    """The amount a person was asked to approve for `order_id`: the approval request this run
-    answers (see specialists/approvals.py). None when no refund of that order was asked."""
+@tool(args_schema=RefundExtraction, response_format="content_and_artifact")
+def process_refund(order_id: str, reason: str, runtime: ToolRuntime[Any, Any]) -> Outcome:
+    """Refund a delivered order. A human approves every refund before it runs."""
+    this, verdict = _checked(
+        check_refund_request, {"order_id": order_id, "reason": reason}, runtime
+    )
+    if verdict.cleaned is None:
+        return _refused(verdict)
     state = runtime.state if isinstance(runtime.state, dict) else {}
-    approval = state.get("approval") or {}
+    cleaned = verdict.cleaned
+    existing = this.shop.refund_for(cleaned["order_id"])
+    decided = (state.get("refund_decisions") or {}).get(cleaned["order_id"])
+    # The order this turn validated (an eligibility check before, say), or this one.
+    acted = with_check(
+        verdict,
+        "refund_action",
+        validate_refund_action(
+            cleaned,
+            state.get("validated") or cleaned,
+            existing.reference if existing else None,
+            decided,
+        ),
+        "the call names the validated order, not refunded before",
+    )
+    if acted.cleaned is None:
+        return _refused(acted)
+    # Nothing is paid here: the validated refund is staged for a person's decision.
+    return _passed("Waiting for a person's approval.", acted, staged=True)
+
+
+@tool(args_schema=ComplaintExtraction, response_format="content_and_artifact")
+def file_complaint(issue_summary: str, sentiment: str, runtime: ToolRuntime[Any, Any]) -> Outcome:
+    """Record the customer's complaint: a one-sentence summary and how they feel."""
+    _, verdict = _checked(
+        check_complaint, {"issue_summary": issue_summary, "sentiment": sentiment}, runtime
+    )
+    if verdict.cleaned is None:
+        return _refused(verdict)
+    filed = verdict.cleaned
+    if needs_review(filed["sentiment"]):
+        # An angry or frustrated customer: a person decides what happens next.
+        return _passed("Waiting for a person's review.", verdict, review=True)
+    text = (
+        f"Complaint recorded: “{filed['issue_summary']}” (sentiment: {filed['sentiment']}). "
+        "Acknowledge the customer's specific problem and say that the customer care team will "
+        "get back to them within 2 business days."
+    )
+    return _passed(text, verdict)
+
+
+def _approved_amount(approval: Mapping[str, Any], order_id: str) -> Decimal | None:
     if approval.get("kind") != "refund_approval" or approval.get("order_id") != order_id:
         return None
     try:
@@ -79,24 +183,21 @@ def _approved_amount(order_id: str, runtime: ToolRuntime[Any, Any]) -> Decimal |
         return None
 
 
-@tool(response_format="content_and_artifact")
-def process_refund(
-    order_id: str, reason: str, runtime: ToolRuntime[Any, Any]
-) -> tuple[str, dict[str, Any]]:
-    """Refund a delivered order. A human approves every refund before it runs."""
-    order = _visible_order(order_id, runtime)
+def pay_refund(this: Turn, approval: Mapping[str, Any]) -> Outcome:
+    """Pay the refund a person approved (`approval`: what they were shown), once; blocking.
+    The order is checked again where the money moves: an amount or status changed since the
+    question was asked pays nothing, and says a colleague must look (`escalate`)."""
+    order_id = str(approval.get("order_id") or "")
+    order = _visible_order(order_id, this)
     if order is None:
         return _not_found(order_id), {}
-    # The gates checked these before approval; checked again where the money moves.
     if order.status != REFUNDABLE_STATUS or Decimal(order.amount) > AUTO_REFUND_LIMIT:
         return (
             f"Refund refused: order {order.order_id} is {order.status}, "
             f"${order.amount:.2f}; only delivered orders up to ${AUTO_REFUND_LIMIT:.2f} are "
             "refunded here. Tell the customer a colleague will review it."
         ), {"escalate": f"refund of {order.order_id} refused at payment: order now {order.status}"}
-    # Money moves only as a person approved it: that order, that amount. An amount changed
-    # since the request was shown (a price corrected while it waited) pays nothing.
-    approved = _approved_amount(order.order_id, runtime)
+    approved = _approved_amount(approval, order.order_id)
     if approved is None:
         return (
             f"Refund refused: no person approved a refund of order {order.order_id}. "
@@ -113,12 +214,11 @@ def process_refund(
                 f"the order now reads ${order.amount:.2f}"
             )
         }
-    this = turn(runtime.context, runtime.config)
     reviewer = this.reviewer.audit_detail() if this.reviewer is not None else {}
     outcome = this.shop.record_refund(
         order.order_id,
         amount=approved,
-        reason=reason,
+        reason=str(approval.get("reason") or ""),
         thread_id=this.thread_id,
         # The audit event goes with the ledger row, in its transaction (who let it through).
         recorded_by=RefundAudit(this.thread_id, REFUND_AGENT, reviewer),
@@ -131,10 +231,10 @@ def process_refund(
         "created": outcome.created,
     }
     if not outcome.created:
-        text = (
-            f"Order {order.order_id} was already refunded earlier. Reference: {record.reference}."
+        return (
+            f"Order {order.order_id} was already refunded earlier. Reference: {record.reference}.",
+            facts,
         )
-        return text, facts
     return (
         f"Refund APPROVED and PROCESSED. Reference: {record.reference}. "
         f"${record.amount:.2f} will be returned within 3 to 5 business days."
@@ -143,5 +243,6 @@ def process_refund(
 
 ORDER_TOOLS: tuple[BaseTool, ...] = (lookup_order,)
 REFUND_TOOLS: tuple[BaseTool, ...] = (check_refund_eligibility, process_refund)
-# Tools whose arguments must match the gate-validated order before they run.
+COMPLAINT_TOOLS: tuple[BaseTool, ...] = (file_complaint,)
+# Tools about one order: a turn validates one, and a call naming another is refused.
 ORDER_BOUND_TOOLS = frozenset({"lookup_order", "check_refund_eligibility", "process_refund"})

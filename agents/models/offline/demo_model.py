@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from agents.models.offline.answers import (
     ANYTHING_ELSE,
@@ -36,7 +36,6 @@ from agents.models.offline.answers import (
     refund_policy,
 )
 from agents.models.offline.dialogue import (
-    CORRECTION_MARK,
     FOUND_REPLY,
     NOT_FOUND_REPLY,
     Dialogue,
@@ -62,6 +61,8 @@ from agents.models.offline.reading import (
     sentiment_of,
 )
 
+# How the act node ends its answer to a call the gates say was misread (tool_calls.py).
+CORRECTED_CALL_ENDS = "again with the corrected value."
 _FACTS = re.compile(r"Validated by the shop's rules this turn: (\{.*?\})\. Use exactly")
 # The customer line may be the prompt's last: "$" as well as a following part.
 _CUSTOMER = re.compile(r"Customer \(verified by the session\): (.+?)\.(?:\n|$)")
@@ -113,6 +114,27 @@ def _facts(system: str) -> dict[str, Any]:
     return json.loads(match.group(1)) if match else {}
 
 
+def _args_of(result: ToolMessage, messages: Sequence[BaseMessage]) -> dict[str, Any]:
+    """The arguments of the call `result` answers."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                if call["id"] == result.tool_call_id:
+                    return dict(call["args"])
+    return {}
+
+
+def _read_again(args: dict[str, Any], dialogue: Dialogue) -> dict[str, Any]:
+    """A call's arguments read again after the shop's checks refused them: an order id
+    repaired where a letter stands for a digit, a sentiment taken from the words again."""
+    again = dict(args)
+    if "order_id" in again:
+        again["order_id"] = repair_order_id(str(again["order_id"]))
+    if "sentiment" in again:
+        again["sentiment"] = sentiment_of(" ".join(list(dialogue.said)[-2:]))
+    return again
+
+
 def _order_in_question(dialogue: Dialogue) -> str:
     """The order the latest message means (see `order_meant`), else the one the conversation
     is about. The answering and the extraction call both read it here: what the demo looks up
@@ -131,35 +153,15 @@ class OfflineDemoModel(LocalChatModel):
         self, messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]], tool_choice: Any
     ) -> AIMessage:
         names = [tool["function"]["name"] for tool in tools]
-        if tool_choice == "any" and len(names) == 1 and names[0].endswith("Extraction"):
-            return self._extract(names[0], messages)
         if not names:
             return AIMessage(content=self._summarise(messages))
-        return self._converse(messages, set(names))
-
-    # --- structured extraction ---------------------------------------------------------
-
-    def _extract(self, schema: str, messages: Sequence[BaseMessage]) -> AIMessage:
-        dialogue = read_dialogue(messages)
-        said, latest = list(dialogue.said), dialogue.latest
-        correcting = any(
-            CORRECTION_MARK in text_of(m) for m in messages if isinstance(m, HumanMessage)
-        )
-        order_id = _order_in_question(dialogue)
-        if correcting:
-            order_id = repair_order_id(order_id)
-        if schema == "OrderExtraction":
-            fields = {"order_id": order_id, "query_type": query_type_of(latest)}
-        elif schema == "RefundExtraction":
-            fields = {"order_id": order_id, "reason": _reason_given(dialogue)}
-        else:
-            recent = " ".join(said[-2:])
-            fields = {"issue_summary": complaint_summary(latest), "sentiment": sentiment_of(recent)}
-        return AIMessage(content="", tool_calls=[self.tool_call(schema, fields)])
+        return self._converse(messages, set(names), must_call=tool_choice == "any")
 
     # --- conversation ------------------------------------------------------------------
 
-    def _converse(self, messages: Sequence[BaseMessage], tools: set[str]) -> AIMessage:
+    def _converse(
+        self, messages: Sequence[BaseMessage], tools: set[str], *, must_call: bool
+    ) -> AIMessage:
         agent = (
             "order_agent"
             if "lookup_order" in tools
@@ -170,7 +172,35 @@ class OfflineDemoModel(LocalChatModel):
         last = messages[-1]
         if isinstance(last, ToolMessage) and not (last.name or "").startswith("transfer_to_"):
             return self._after_tool(last, messages)
-        return self._on_customer(agent, read_dialogue(messages), _system_text(messages))
+        dialogue = read_dialogue(messages)
+        if agent == "complaints_agent" and must_call:
+            return self._file_or_pass_on(dialogue)
+        return self._on_customer(agent, dialogue, _system_text(messages))
+
+    def _file_or_pass_on(self, dialogue: Dialogue) -> AIMessage:
+        """The complaints agent's first call of a turn: the complaint filed, with what the
+        customer said and how they feel, or the customer passed to who can help."""
+        intent = intent_of(dialogue.latest)
+        if intent in ("no", "thanks", "greeting", "yes") and not describes_fault(dialogue.latest):
+            return self._transfer("order_agent", "Nothing to complain about.")
+        asked_details = dialogue.last_reply == ASK_COMPLAINT_DETAILS
+        if asked_details and intent in ("complaint", "order", "other"):
+            return self._file(dialogue)  # the details they were asked for
+        if intent in ("refund", "policy", "no_refund"):
+            return self._transfer("refund_agent", "A question about refunds.")
+        if intent in ("order", "cancel") and (
+            asks_status(dialogue.latest) or dialogue.ids_in_latest
+        ):
+            return self._transfer("order_agent", "The customer asks about an order.")
+        return self._file(dialogue)
+
+    def _file(self, dialogue: Dialogue) -> AIMessage:
+        recent = " ".join(list(dialogue.said)[-2:])
+        return self._call(
+            "file_complaint",
+            issue_summary=complaint_summary(dialogue.latest),
+            sentiment=sentiment_of(recent),
+        )
 
     def _transfer(self, target: str, reason: str) -> AIMessage:
         del reason  # the transfer tools take no arguments; the reason documents the rule
@@ -178,6 +208,11 @@ class OfflineDemoModel(LocalChatModel):
 
     def _call(self, name: str, **args: Any) -> AIMessage:
         return AIMessage(content="", tool_calls=[self.tool_call(name, args)])
+
+    def _lookup(self, order_id: str, dialogue: Dialogue) -> AIMessage:
+        return self._call(
+            "lookup_order", order_id=order_id, query_type=query_type_of(dialogue.latest)
+        )
 
     def _on_customer(self, agent: str, dialogue: Dialogue, system: str) -> AIMessage:
         intent = intent_of(dialogue.latest)
@@ -189,10 +224,9 @@ class OfflineDemoModel(LocalChatModel):
             return self._transfer("order_agent", "Only the order agent sees an order's status.")
         if intent == "no_refund" and agent != "order_agent" and _order_in_question(dialogue):
             return self._transfer("order_agent", "Whether it was refunded is on the order.")
+        # (The complaints agent files first, `_file_or_pass_on`: its turns never get here.)
         step: AIMessage | None = None
-        if agent == "complaints_agent":
-            step = self._complaint_step(intent, dialogue, system)
-        elif agent == "refund_agent":
+        if agent == "refund_agent":
             step = self._refund_step(intent, dialogue)
         else:
             step = self._order_step(intent, dialogue)
@@ -207,11 +241,11 @@ class OfflineDemoModel(LocalChatModel):
             )
         if intent == "no_refund" and order_id:
             # Looked up: a refund paid already cannot be "cancelled", and is on the order.
-            return self._call("lookup_order", order_id=order_id)
+            return self._lookup(order_id, dialogue)
         if intent in ("order", "cancel"):
             # A cancellation is answered after the lookup: no cancel tool, but the status helps.
             if order_id:
-                return self._call("lookup_order", order_id=order_id)
+                return self._lookup(order_id, dialogue)
             return AIMessage(content=ASK_ORDER_ID)
         return None
 
@@ -237,21 +271,6 @@ class OfflineDemoModel(LocalChatModel):
             return AIMessage(content=f"I can help with that refund. {ASK_ORDER_ID}")
         return None
 
-    def _complaint_step(self, intent: Intent, dialogue: Dialogue, system: str) -> AIMessage | None:
-        """What the complaints agent does with the latest message, if it is its job."""
-        asked_details = dialogue.last_reply == ASK_COMPLAINT_DETAILS
-        if intent == "no":
-            return AIMessage(content=NO_COMPLAINT if asked_details else CLOSING)
-        if asked_details and intent in ("complaint", "order", "other"):
-            return AIMessage(content=self._empathy(system))  # the details they were asked for
-        if intent == "policy":
-            return self._transfer("refund_agent", "A question about refunds.")
-        if intent == "order" and (asks_status(dialogue.latest) or dialogue.ids_in_latest):
-            return self._transfer("order_agent", "The customer asks about an order.")
-        if intent in ("complaint", "order", "other") and not is_foreign(dialogue.latest):
-            return AIMessage(content=self._empathy(system))
-        return None
-
     @staticmethod
     def _small_talk(intent: Intent, dialogue: Dialogue, system: str) -> str:
         """Answers no tool is needed for, the same from every agent."""
@@ -268,7 +287,8 @@ class OfflineDemoModel(LocalChatModel):
         if intent == "thanks":
             return f"You're welcome! {ANYTHING_ELSE}"
         if intent == "no":
-            return CLOSING
+            # "No" to the question about a complaint's details: nothing is filed.
+            return NO_COMPLAINT if dialogue.last_reply == ASK_COMPLAINT_DETAILS else CLOSING
         if intent == "no_refund":
             return f"{NO_REFUND} {ANYTHING_ELSE}"
         asked = dialogue.last_reply
@@ -287,8 +307,6 @@ class OfflineDemoModel(LocalChatModel):
 
     @staticmethod
     def _empathy(system: str) -> str:
-        if "Note from the shop's rules:" in system:
-            return ASK_COMPLAINT_DETAILS
         summary = _facts(system).get("issue_summary", "")
         sorry = (
             f"I'm really sorry about what you've told us: “{markdown_literal(summary)}”."
@@ -311,7 +329,12 @@ class OfflineDemoModel(LocalChatModel):
             if name == "process_refund":
                 reason = refund_reason_in(dialogue.said)
                 return self._call(name, order_id=validated.group(1), reason=reason)
+            if name == "lookup_order":
+                return self._lookup(validated.group(1), dialogue)
             return self._call(name, order_id=validated.group(1))
+        if content.endswith(CORRECTED_CALL_ENDS):
+            # The shop's checks say the arguments were misread: read them again.
+            return self._call(name, **_read_again(_args_of(result, messages), dialogue))
         if content.startswith(("Not executed", "Refused")):
             return AIMessage(content=self._relay_refusal(content))
         if " failed (" in content:
@@ -332,6 +355,8 @@ class OfflineDemoModel(LocalChatModel):
             return AIMessage(content=f"I've checked: {content} {ANYTHING_ELSE}")
         if name == "process_refund":
             return AIMessage(content=self._refund_outcome(content))
+        if name == "file_complaint":
+            return AIMessage(content=self._empathy(_system_text(messages)))
         return AIMessage(content=content)
 
     @staticmethod
@@ -351,6 +376,8 @@ class OfflineDemoModel(LocalChatModel):
     def _relay_refusal(cls, content: str) -> str:
         if "No order ID was given" in content:
             return ASK_ORDER_ID
+        if "Complaint summary is too vague" in content:
+            return ASK_COMPLAINT_DETAILS
         if "No customer is identified" in content:
             return NO_CUSTOMER_REFUND
         # Not delivered first: a reason would not make it refundable.

@@ -1,0 +1,460 @@
+"""Questions for a person, asked at the parent graph: a refund to approve, a complaint to
+review. Asked here rather than inside the specialist, so that the question is in the
+conversation's own state: a customer message arriving while one waits is refused and the
+question asked again (never dropped, as LangGraph drops an interrupt a new input passes),
+and an answer that does not fit is refused and the question asked again.
+
+A node that calls `interrupt()` runs again from its start on resume, so the question is two
+nodes: `ask_decision` records it (once), `await_decision` pauses and then acts. An answer
+that cannot be carried out, or that does not answer the question, never leaves the node by
+an exception: LangGraph would keep that answer and hand it to the node again on the next
+resume, whatever the person says then. It goes back to `await_decision` instead, a new
+interrupt for the same question.
+
+The interrupt's value carries LangChain's human-in-the-loop request shape
+(`action_requests`, `review_configs`) beside ShopBot's fields, and an answer may be
+ShopBot's option (`"approve"`, `{"decision": ..., "request_id": ...}`) or a HITL response
+(`{"decisions": [{"type": "approve"}]}`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+from langchain_core.messages.tool import ToolCall
+from langgraph.errors import GraphBubbleUp
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+from langgraph.types import Command, interrupt
+
+from agents.events import (
+    COMPLAINT_OPTIONS,
+    REFUND_OPTIONS,
+    AgentChanged,
+    DecisionRefused,
+    Escalated,
+    HandedOff,
+    MessageRefused,
+    RefundNotCarriedOut,
+    RefundPaid,
+    ReplyDone,
+    StepChanged,
+)
+from agents.graph.context import ShopContext
+from agents.graph.history import tool_answer
+from agents.graph.replies import COMPLAINT_DECISIONS, REFUND_DECISIONS
+from agents.graph.reporting import report
+from agents.graph.services import Turn, turn
+from agents.graph.state import ShopState
+from agents.graph.tools.domain import pay_refund
+from agents.names import DEFAULT_AGENT
+from agents.safety.redaction import redact
+from agents.store.sqlite import StorageError
+
+log = logging.getLogger("shopbot.engine")
+
+ASK_DECISION = "ask_decision"
+AWAIT_DECISION = "await_decision"
+DECISION_WAITS = "decision_waits"
+# Payload entries that are bookkeeping or repeat the rest, not for the audit summary.
+NOT_FOR_REVIEWERS = ("gates", "tool_call_id", "action_requests", "review_configs")
+REQUEST_ID_BYTES = 6
+
+
+def _request_id() -> str:
+    # Ours, not LangGraph's interrupt id: the same question asked again keeps it.
+    return secrets.token_hex(REQUEST_ID_BYTES)
+
+
+def refund_approval_payload(
+    call: ToolCall, validated: Mapping[str, Any], checks: list[dict[str, Any]], customer: str | None
+) -> dict[str, Any]:
+    """What the approver sees: the validated refund, never the model's own arguments."""
+    owner = validated.get("customer") or customer
+    args = {
+        "order_id": validated["order_id"],
+        "amount": validated["amount"],
+        "reason": validated["reason"],
+    }
+    return {
+        "kind": "refund_approval",
+        "message": "Refund approval required",
+        "request_id": _request_id(),
+        "agent": "refund_agent",
+        "order_id": validated["order_id"],
+        "customer": owner,
+        "product": validated.get("product"),
+        "amount": validated["amount"],
+        "reason": validated["reason"],
+        "gates": checks,
+        "options": list(REFUND_OPTIONS),
+        "tool_call_id": call["id"],
+        "action_requests": [
+            {
+                "name": "process_refund",
+                "args": args,
+                "description": (
+                    f"Refund {validated['order_id']} ({validated.get('product')}) for "
+                    f"${validated['amount']} to {owner}: {validated['reason']}"
+                ),
+            }
+        ],
+        "review_configs": [
+            {"action_name": "process_refund", "allowed_decisions": ["approve", "reject", "respond"]}
+        ],
+    }
+
+
+def complaint_review_payload(
+    call: ToolCall, validated: Mapping[str, Any], checks: list[dict[str, Any]], customer: str | None
+) -> dict[str, Any]:
+    options = [o for o in COMPLAINT_OPTIONS if customer or o != "provide_compensation"]
+    return {
+        "kind": "complaint_review",
+        "message": "An angry or frustrated customer: a person reviews the complaint",
+        "request_id": _request_id(),
+        "agent": "complaints_agent",
+        "issue_summary": validated.get("issue_summary", ""),
+        "sentiment": validated.get("sentiment", ""),
+        "customer": customer,
+        "gates": checks,
+        # Compensation is money too: only for a known customer (see gates/order_id.py).
+        "options": options,
+        **({} if customer else {"no_compensation": "no customer is identified"}),
+        "tool_call_id": call["id"],
+        "action_requests": [
+            {
+                "name": "file_complaint",
+                "args": {
+                    "issue_summary": validated.get("issue_summary", ""),
+                    "sentiment": validated.get("sentiment", ""),
+                },
+                "description": f"Review a {validated.get('sentiment')} complaint: "
+                f"{validated.get('issue_summary')} (answer with one of: {', '.join(options)})",
+            }
+        ],
+        "review_configs": [{"action_name": "file_complaint", "allowed_decisions": ["respond"]}],
+    }
+
+
+# --- asking ------------------------------------------------------------------------------
+
+
+def _summary(payload: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in payload.items() if k not in NOT_FOR_REVIEWERS}
+
+
+async def ask_decision(state: ShopState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
+    """Record the question (once: the pause itself is the next node)."""
+    payload = dict(state.get("awaiting") or {})
+    assert payload, "ask_decision runs only after a question was staged"
+    agent = str(payload.get("agent") or DEFAULT_AGENT)
+    if payload["kind"] == "refund_approval":
+        payload["decided_before"] = await _decided_before(runtime, str(payload["order_id"]))
+    report(runtime, StepChanged(agent=agent, step="waiting_for_approval"))
+    report(runtime, kind="approval_requested", agent=agent, detail=_summary(payload))
+    return {"awaiting": payload}
+
+
+async def _decided_before(runtime: Runtime[ShopContext], order_id: str) -> list[dict[str, str]]:
+    """Earlier decisions on this refund, for the approver (none when they cannot be read: the
+    question is still asked, it only lacks that history)."""
+    try:
+        return await asyncio.to_thread(turn(runtime.context).decisions_on, order_id)
+    except Exception:
+        log.exception("reading earlier decisions on %s failed", order_id)
+        return []
+
+
+async def decision_waits(state: ShopState, runtime: Runtime[ShopContext]) -> Command[str]:
+    """A customer message arrived while a question waits (a runtime that did not refuse it at
+    the door): it is taken back out of the conversation, said, and the question asked again."""
+    payload = state.get("awaiting") or {}
+    agent = str(payload.get("agent") or DEFAULT_AGENT)
+    latest = next((m for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), None)
+    what = str(payload.get("kind", "decision")).replace("_", " ")
+    said = (
+        f"A decision waits first ({what}, request {payload.get('request_id')}): the message "
+        "was not sent. Answer the decision, then send it again."
+    )
+    report(
+        runtime,
+        MessageRefused(agent, said),
+        kind="message_refused",
+        agent=agent,
+        detail={"request_id": payload.get("request_id"), "reason": "a decision waits"},
+    )
+    report(runtime, StepChanged(agent=agent, step="waiting_for_approval"))
+    removed = [RemoveMessage(id=latest.id)] if latest is not None and latest.id else []
+    return Command(goto=AWAIT_DECISION, update={"messages": removed})
+
+
+# --- answering ---------------------------------------------------------------------------
+
+
+def read_answer(value: object, payload: Mapping[str, Any]) -> tuple[str | None, str]:
+    """(the decision among the payload's options, "") or (None, why the answer is refused)."""
+    request: object = None
+    message = ""
+    if isinstance(value, Mapping) and "decisions" in value:
+        decisions = value.get("decisions")
+        if (
+            not isinstance(decisions, list)
+            or len(decisions) != 1
+            or not isinstance(decisions[0], Mapping)
+        ):
+            return None, "a human-in-the-loop response answers with exactly one decision"
+        kind = decisions[0].get("type")
+        message = str(decisions[0].get("message") or "")
+        if kind in ("approve", "reject"):
+            value = kind
+        elif kind == "respond":
+            value = message
+        else:
+            return None, f"a decision of type {kind!r} is not taken here (approve, reject, respond)"
+    elif isinstance(value, Mapping):
+        request = value.get("request_id")
+        value = value.get("decision")
+    if not isinstance(value, str):
+        return None, "a decision is one of the options, as text"
+    if request is not None and str(request).strip() != payload.get("request_id"):
+        return None, f"it answers request {request}, and request {payload.get('request_id')} waits"
+    choice = value.strip().lower()
+    options = [str(o) for o in payload.get("options", ())]
+    if choice not in options:
+        return None, f"{redact(value.strip())[:80]!r} is not one of: {', '.join(options)}"
+    return choice, ""
+
+
+def _ask_again(
+    runtime: Runtime[ShopContext],
+    payload: Mapping[str, Any],
+    kind: str,
+    detail: dict[str, Any],
+    event: object,
+) -> Command[str]:
+    agent = str(payload.get("agent") or DEFAULT_AGENT)
+    report(runtime, event, kind=kind, agent=agent, detail=detail)  # type: ignore[arg-type]
+    report(runtime, StepChanged(agent=agent, step="waiting_for_approval"))
+    return Command(goto=AWAIT_DECISION, update={"awaiting": dict(payload)})
+
+
+async def await_decision(state: ShopState, runtime: Runtime[ShopContext]) -> Command[str]:
+    payload = state.get("awaiting") or {}
+    assert payload, "await_decision runs only while a question waits"
+    agent = str(payload.get("agent") or DEFAULT_AGENT)
+    choice, refused = read_answer(interrupt(payload), payload)
+    if choice is None:
+        said = f"The answer was refused, nothing was decided: {refused}."
+        return _ask_again(
+            runtime,
+            payload,
+            "decision_refused",
+            {"request_id": payload.get("request_id"), "reason": refused},
+            DecisionRefused(agent, said),
+        )
+    this = turn(runtime.context)
+    try:
+        if payload["kind"] == "refund_approval":
+            return await _refund_decided(state, runtime, this, payload, choice)
+        return _complaint_decided(state, runtime, this, payload, choice)
+    except (GraphBubbleUp, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        return _not_carried_out(runtime, this, payload, choice, exc)
+
+
+def _record_decision(
+    runtime: Runtime[ShopContext],
+    this: Turn,
+    payload: Mapping[str, Any],
+    decision: str,
+    **facts: str,
+) -> None:
+    agent = str(payload.get("agent") or DEFAULT_AGENT)
+    detail = {
+        "kind": payload["kind"],
+        "decision": decision,
+        "order_id": payload.get("order_id"),
+        "request_id": payload.get("request_id"),
+    }
+    decided_by = this.reviewer.audit_detail() if this.reviewer is not None else {}
+    report(runtime, kind="approval_decided", agent=agent, detail={**detail, **decided_by, **facts})
+    # A refund already paid has nothing left to escalate: the answer only closes the request.
+    if decision.startswith("escalate") and "already_refunded" not in facts:
+        reason = f"{str(payload['kind']).replace('_', ' ')}: escalated by the reviewer"
+        report(
+            runtime,
+            Escalated(agent, reason),
+            kind="escalated",
+            agent=agent,
+            detail={"reason": reason},
+        )
+
+
+async def _refund_decided(
+    state: ShopState,
+    runtime: Runtime[ShopContext],
+    this: Turn,
+    payload: Mapping[str, Any],
+    decision: str,
+) -> Command[str]:
+    """What `decision` does: a refund paid once (approve), or the customer told (the rest).
+    Raises when it could not be carried out (the ledger cannot be read or written): nothing
+    was paid then, and the question is asked again."""
+    call = ToolCall(name="process_refund", args={}, id=str(payload["tool_call_id"]))
+    agent = str(payload.get("agent") or DEFAULT_AGENT)
+    # The decision stands for the rest of the turn: the model cannot ask for it again.
+    decisions = {**(state.get("refund_decisions") or {}), str(payload["order_id"]): decision}
+    closed = {"awaiting": None, "refund_decisions": decisions, "active_agent": agent}
+    paid = await asyncio.to_thread(this.shop.refund_for, str(payload["order_id"]))
+    if paid is not None:
+        # Paid already: by this node on an earlier run that stopped before the turn was
+        # saved, or elsewhere. Money that moved is not undone by a later "reject".
+        _record_decision(runtime, this, payload, decision, already_refunded=paid.reference)
+        await asyncio.to_thread(this.audit.flush)
+        text = (
+            f"Order {paid.order_id} has already been refunded (reference {paid.reference}). "
+            "Tell the customer; nothing else needs doing."
+        )
+        return Command(goto=agent, update={"messages": [tool_answer(call, text)], **closed})
+    _record_decision(runtime, this, payload, decision)
+    if decision != "approve":
+        await asyncio.to_thread(this.audit.flush)
+        answer = tool_answer(call, REFUND_DECISIONS[decision])
+        return Command(goto=agent, update={"messages": [answer], **closed})
+    report(runtime, StepChanged(agent=agent, step="calling_tool", detail="process_refund"))
+    # What the writer holds goes first: the refund's own event is written with its ledger
+    # row (in one transaction), and must not come before the decision that let it through.
+    await asyncio.to_thread(this.audit.flush)
+    # No stop while money moves, and a cancelled run does not cut it in half: the payment
+    # runs to its end in its worker, its event with it, whatever happens to this task.
+    with this.unstoppable():
+        paying = asyncio.ensure_future(asyncio.to_thread(pay_refund, this, payload))
+        try:
+            text, outcome = await asyncio.shield(paying)
+        except asyncio.CancelledError:
+            await paying  # (the ledger's transaction finishes; then the cancellation stands)
+            raise
+    if outcome.get("created"):
+        report(
+            runtime,
+            RefundPaid(agent, outcome["order_id"], outcome["reference"], outcome["amount"]),
+        )
+    elif reason := outcome.get("escalate"):
+        # "A colleague will review it" is a promise: a person is told, in the queue.
+        report(
+            runtime,
+            Escalated(agent, str(reason)),
+            kind="escalated",
+            agent=agent,
+            detail={"reason": str(reason)},
+        )
+    # (What it ran on: the refund the person was shown.)
+    args = {"order_id": payload["order_id"], "reason": payload["reason"]}
+    report(
+        runtime,
+        kind="tool_called",
+        agent=agent,
+        detail={"tool": "process_refund", "args": args, "result": text[:500]},
+    )
+    await asyncio.to_thread(this.audit.flush)
+    return Command(goto=agent, update={"messages": [tool_answer(call, text)], **closed})
+
+
+def _complaint_decided(
+    state: ShopState,
+    runtime: Runtime[ShopContext],
+    this: Turn,
+    payload: Mapping[str, Any],
+    decision: str,
+) -> Command[str]:
+    agent = str(payload.get("agent") or DEFAULT_AGENT)
+    _record_decision(runtime, this, payload, decision)
+    call = ToolCall(name="file_complaint", args={}, id=str(payload["tool_call_id"]))
+    text = COMPLAINT_DECISIONS[decision]
+    report(runtime, ReplyDone(agent=agent, text=text))
+    # Back to first contact, so the next message is not read as a new complaint; not
+    # "handled" after an escalation: a person takes it over.
+    reason = "complaint passed on" if decision.startswith("escalate") else "complaint handled"
+    report(
+        runtime,
+        HandedOff(source=agent, target=DEFAULT_AGENT, reason=reason),
+        kind="handoff",
+        agent=agent,
+        detail={"from": agent, "to": DEFAULT_AGENT, "reason": reason},
+    )
+    report(runtime, AgentChanged(agent=DEFAULT_AGENT, previous=agent))
+    answered = tool_answer(call, f"A person reviewed the complaint and decided: {decision}.")
+    return Command(
+        goto=END,
+        update={
+            "messages": [answered, AIMessage(content=text)],
+            "awaiting": None,
+            "active_agent": DEFAULT_AGENT,
+        },
+    )
+
+
+def _not_carried_out(
+    runtime: Runtime[ShopContext],
+    this: Turn,
+    payload: Mapping[str, Any],
+    decision: str,
+    exc: Exception,
+) -> Command[str]:
+    """The decision could not be carried out: said to the person who took it, recorded, and
+    the same question asked again: answered once the store is usable, it pays exactly once."""
+    log.exception("carrying out the %s of %s failed", decision, payload.get("order_id"))
+    problem = redact(str(exc)).strip() or type(exc).__name__
+    if not problem.endswith("."):
+        problem += "."
+    what = (
+        f"the refund of {payload.get('order_id')}"
+        if payload["kind"] == "refund_approval"
+        else "the complaint"
+    )
+    message = (
+        f"The decision ({decision}) on {what} could not be carried out and nothing was paid: "
+        f"{problem} The decision is pending again."
+    )
+    storage = isinstance(exc, StorageError | sqlite3.DatabaseError)
+    agent = str(payload.get("agent") or DEFAULT_AGENT)
+    decided_by = this.reviewer.audit_detail() if this.reviewer is not None else {}
+    asked = {**payload, "failed_before": message}
+    report(
+        runtime,
+        RefundNotCarriedOut(agent, str(payload.get("order_id") or ""), decision, message, storage),
+        kind="refund_failed",
+        agent=agent,
+        detail={
+            "order_id": payload.get("order_id"),
+            "request_id": payload.get("request_id"),
+            "decision": decision,
+            "error": f"{type(exc).__name__}: {problem}"[:500],
+            "outcome": "pending again",
+            **decided_by,
+        },
+    )
+    report(runtime, StepChanged(agent=agent, step="waiting_for_approval"))
+    report(runtime, kind="approval_requested", agent=agent, detail=_summary(asked))
+    return Command(goto=AWAIT_DECISION, update={"awaiting": asked})
+
+
+__all__ = [
+    "ASK_DECISION",
+    "AWAIT_DECISION",
+    "DECISION_WAITS",
+    "ask_decision",
+    "await_decision",
+    "complaint_review_payload",
+    "decision_waits",
+    "read_answer",
+    "refund_approval_payload",
+]
