@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.runner.engine import ShopBotEngine
 from agents.store import sqlite as sqlite_store
 from agents.store.home import DATABASE_FILE, MARKER_FILE, forget_checked
 from agents.store.shop import ShopData
@@ -157,10 +158,12 @@ os.kill(os.getpid(), signal.SIGKILL)
 def test_a_stop_before_the_home_is_checked_makes_no_database(
     home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, state: str
 ) -> None:
-    """Ctrl+C while `chat --json` starts (before the engine opened the home): the JSON
-    object's look at the registry made a database in the home's place, unchecked. A home of
-    four files was then never moved (read as a new, empty home); a home whose database was
-    deleted read as another home's."""
+    """Ctrl+C pressed twice while `chat --json` starts (the second one lands in the engine's
+    start-up, before it opened the home): the JSON object's look at the registry made a
+    database in the home's place, unchecked. A home of four files was then never moved (read
+    as a new, empty home: no conversation, no decision waiting, an empty ledger); a home
+    whose database was deleted read as another home's (and the advice, to delete the marker,
+    adopts that empty database)."""
     used_home(capsys)
     if state == "four files":
         split_into_legacy_files(home)
@@ -170,9 +173,9 @@ def test_a_stop_before_the_home_is_checked_makes_no_database(
     forget_checked()
 
     def interrupted(*args: object, **kwargs: object) -> None:
-        raise KeyboardInterrupt  # as Ctrl+C lands in the command's start-up
+        raise KeyboardInterrupt  # as a second Ctrl+C lands in the engine's start-up
 
-    monkeypatch.setattr("agents.facade.configure_logging", interrupted)
+    monkeypatch.setattr(ShopBotEngine, "__init__", interrupted)
     code, said, _ = run_json(capsys, "chat", "r2", "Where is ORD-001?", "--offline")
     assert code == 130 and said["status"] == "error", said
     monkeypatch.undo()
