@@ -121,6 +121,33 @@ def test_a_move_refused_for_a_full_disk_is_made_once_space_is_freed(
         nothing_lost(home, capsys)
 
 
+def test_a_marker_a_full_disk_kept_from_being_written_does_not_refuse_the_home_once_freed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A database adopted (its marker gone) on a full disk while a ShopBot window holds it
+    open (so opening it needs no room): the marker file was made, its text could not be
+    written, and the empty file was left. Said as a folder that cannot be written to (not
+    as a full disk), and once space was freed every command refused the home: "the marker
+    cannot be read ... put it back from a backup"."""
+    with small_disk(tmp_path / "disk", size="3m") as disk:
+        home = disk / "home"
+        monkeypatch.setenv("SHOPBOT_HOME", str(home))
+        used_home(capsys)
+        (home / MARKER_FILE).unlink()
+        forget_checked()
+        window = sqlite3.connect(home / DATABASE_FILE, isolation_level=None)
+        try:
+            window.execute("SELECT count(*) FROM threads").fetchone()
+            filler = fill(disk)
+            assert main(["threads"]) == 2
+            line = one_line(capsys.readouterr().err)
+            assert f"the disk holding {home} is full" in line, line
+            filler.unlink()
+            assert listed(capsys) == ["r1", "r2"]
+        finally:
+            window.close()
+
+
 def test_an_emptied_database_with_its_write_ahead_log_beside_it_is_refused_as_emptied(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
