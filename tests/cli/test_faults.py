@@ -146,6 +146,17 @@ def test_a_turn_whose_process_was_killed_is_listed_as_cut_off(
     assert json.loads(capsys.readouterr().out)["status"] == "idle"
 
 
+def test_a_turn_whose_process_was_killed_is_shown_as_cut_off(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`shopbot show` is what a person reads before acting on a conversation: a turn whose
+    process is gone read "Status: answering" there for ever, as the list did before."""
+    killed_mid_turn(home, "k1")
+    assert main(["show", "k1"]) == 0
+    shown = capsys.readouterr().out
+    assert "answering" not in shown and "cut" in shown, shown
+
+
 def test_a_full_disk_is_said_as_one_and_everything_carries_on_once_freed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -69,13 +69,17 @@ def check(home: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
     return paid
 
 
-def recover_and_pay(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def recover_and_pay(
+    home: Path, capsys: pytest.CaptureFixture[str], *, stored: bool = False
+) -> None:
     """After a kill: the approval is still to be given (and pays once) or it was used by the
-    one payment made; asked again when the kill took the question with it."""
+    one payment made; asked again when the kill took the question with it. `stored`: the
+    question was stored before the kill (a killed `resume`), so nothing may take it away."""
     forget_checked()
     paid = check(home, capsys)
     code, said, err = run_json(capsys, *APPROVE)
     if code == 2 and ("no decision pending" in err or "Unknown thread" in err):
+        assert paid or not stored, f"the approval waiting was lost: {err}"
         if not paid:
             # The question never reached the store (killed while asking, or before the
             # conversation was even made): ask it again.
@@ -154,7 +158,7 @@ def test_resume_killed_right_after_each_of_its_audit_events(
             _, said, _ = run_json(capsys, *ASK)
             assert said["status"] == "awaiting_approval"
             assert killed(folder, APPROVE, after=moment, at=None) == -9, moment
-            recover_and_pay(folder, capsys)
+            recover_and_pay(folder, capsys, stored=True)
 
 
 def test_chat_killed_right_after_each_of_its_audit_events(
@@ -186,7 +190,7 @@ def test_killed_at_random_moments(
                 assert said["status"] == "awaiting_approval"
             killed(folder, ASK if command == "chat" else APPROVE, after=None, at=at)
             try:
-                recover_and_pay(folder, capsys)
+                recover_and_pay(folder, capsys, stored=command == "resume")
             except AssertionError as exc:
                 raise AssertionError(f"killed {command} at {at:.2f} s: {exc}") from exc
 
@@ -202,3 +206,30 @@ def test_a_thread_listed_after_every_kill_reads_sound(
     assert main(["threads", "--json"]) == 0
     listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [info["thread_id"] for info in listed] == ["k"]
+
+
+def test_killed_while_moving_a_home_of_four_files_the_move_is_made_again(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first command after an upgrade, killed mid-move: the database it had begun held
+    nothing committed, and the next command took it for a brand-new home (no conversation,
+    no decision waiting, an empty ledger: ORD-005 refundable a second time)."""
+    from tests.support.legacy_home import split_into_legacy_files
+
+    code, said, _ = run_json(capsys, *ASK)
+    assert code == 0 and said["status"] == "awaiting_approval", said
+    split_into_legacy_files(home)
+    env = {"SHOPBOT_HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
+    moving = subprocess.run(
+        [sys.executable, "-m", "tests.support.killed_moving", "threads"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    assert moving.returncode == -9, moving.stderr
+    forget_checked()
+    assert main(["threads", "--json"]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [info["thread_id"] for info in listed] == ["k"]
+    recover_and_pay(home, capsys)
