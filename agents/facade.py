@@ -36,7 +36,13 @@ from agents.store.damage import (
 )
 from agents.store.home import checked_home
 from agents.store.sqlite import StorageError, is_busy
-from agents.store.threads import ChatLine, ThreadInfo, ThreadRegistry, validate_thread_id
+from agents.store.threads import (
+    ChatLine,
+    ThreadInfo,
+    ThreadRegistry,
+    agent_read_only,
+    validate_thread_id,
+)
 
 if TYPE_CHECKING:
     from agents.audit.decisions import earlier_decision
@@ -156,6 +162,7 @@ __all__ = [
     "TurnFailed",
     "TurnFinished",
     "TurnResult",
+    "agent_read_only",
     "checked_home",
     "configure_logging",
     "diagnose_storage",

@@ -11,7 +11,9 @@ folder starts with no questions asked; starting afresh on purpose is moving the 
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import secrets
 import sqlite3
 import threading
@@ -56,24 +58,34 @@ class Marker:
         return cls(data["home_id"], str(data.get("created_at", "")))
 
     def write(self, path: Path) -> Marker:
-        """Written once (exclusively): two processes making a home at once agree on one."""
+        """Written whole or not at all (a temporary file linked into place): two processes
+        making a home at once agree on one, and a full disk leaves no empty marker."""
         text = json.dumps(
             {"home_id": self.home_id, "created_at": self.created_at, "database": DATABASE_FILE},
             indent=2,
         )
+        made = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
         try:
-            with path.open("x", encoding="utf-8") as out:
-                out.write(text + "\n")
+            made.write_text(text + "\n", encoding="utf-8")
+            os.link(made, path)  # (fails if another process linked its own first)
         except FileExistsError:
             found = Marker.read(path)
             assert found is not None
             return found
         except OSError as exc:
             raise StorageError(unusable_folder(path.parent, exc)) from exc
+        finally:
+            made.unlink(missing_ok=True)
         return self
 
 
 def unusable_folder(folder: Path, exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return (
+            f"Cannot write to the ShopBot folder {folder}: the disk holding {folder} is full "
+            f"({exc.strerror}). Nothing was changed. Free some space on it, or set SHOPBOT_HOME "
+            "to a folder on another disk."
+        )
     return (
         f"Cannot use the ShopBot folder {folder}: {exc.strerror or exc}. Make it a folder you "
         "can write to, or set SHOPBOT_HOME to one."
@@ -85,13 +97,12 @@ def database_path(home: Path) -> Path:
 
 
 def holds_nothing(path: Path) -> bool:
-    """No database at `path`, or one emptied to 0 bytes with no write-ahead log either."""
-    wal = path.with_name(f"{path.name}-wal")
+    """No database at `path`, or one emptied to 0 bytes. (A write-ahead log beside an
+    emptied file holds only the last writes, not the database: it is no database either.)"""
     try:
-        size = path.stat().st_size
+        return path.stat().st_size == 0
     except FileNotFoundError:
         return True
-    return size == 0 and (not wal.exists() or wal.stat().st_size == 0)
 
 
 def checked_home(home: Path) -> Path:
@@ -116,13 +127,12 @@ def _check(home: Path, path: Path) -> None:
     marker_path = home / MARKER_FILE
     marker = Marker.read(marker_path)
     if holds_nothing(path):
-        if marker is not None:
+        if marker is not None or _log_beside(path):
             raise StorageError(_missing_text(path, marker_path, marker))
         from agents.store.migration import migrate_legacy_home
 
-        if migrate_legacy_home(home, path):  # (nothing to do in a brand-new folder)
-            _reconcile(path)
-    found = _identity(path)
+        migrate_legacy_home(home, path)  # (nothing to do in a brand-new folder)
+    found = _identity(path, home)
     if marker is None:
         Marker(found.home_id, found.created_at).write(marker_path)
     elif marker.home_id != found.home_id:
@@ -134,34 +144,53 @@ def _check(home: Path, path: Path) -> None:
         )
 
 
+def _log_beside(path: Path) -> bool:
+    wal = path.with_name(f"{path.name}-wal")
+    return wal.exists() and wal.stat().st_size > 0
+
+
 def _reconcile(path: Path) -> None:
     """The ledger and the audit log of a moved home put in step, once: older versions wrote
     them to two files, so a kill between the two could leave one without the other (one
     database writes both in one transaction now)."""
     from agents.audit.log import AuditLog
+    from agents.store.migration import RECONCILED_KEY
     from agents.store.refund_reconcile import reconcile_refunds
     from agents.store.shop import ShopData
 
     with ShopData(path) as shop, AuditLog(path) as audit:
         reconcile_refunds(shop, audit, settled_after=0)
+        shop.note(RECONCILED_KEY, utc_timestamp())
 
 
-def _missing_text(path: Path, marker_path: Path, marker: Marker) -> str:
+def _missing_text(path: Path, marker_path: Path, marker: Marker | None) -> str:
     state = "is empty (0 bytes)" if path.exists() else "is missing"
+    since = (
+        f"this home has held ShopBot data since {marker.created_at or 'it was made'} "
+        f"({marker_path})"
+        if marker is not None
+        else "its write-ahead log beside it says it held data"
+    )
     return (
-        f"The {WHAT} at {path} {state}, but this home has held ShopBot data since "
-        f"{marker.created_at or 'it was made'} ({marker_path}): its conversations, decisions "
-        "waiting, refund ledger and audit log would be lost. Nothing was created or changed. "
-        f"Put the file back (from a backup); to start afresh on purpose, move the folder "
-        f"aside (mv '{path.parent}' '{path.parent}.old')."
+        f"The {WHAT} at {path} {state}, but {since}: its conversations, decisions waiting, "
+        "refund ledger and audit log would be lost. Nothing was created or changed. Put the "
+        "file back (from a backup); to start afresh on purpose, move the folder aside "
+        f"(mv '{path.parent}' '{path.parent}.old')."
     )
 
 
-def _identity(path: Path) -> Marker:
+def _identity(path: Path, home: Path) -> Marker:
     """The database's home id, made when it is first opened (the database created then).
-    Read first: an existing home is opened without writing to it (nor waiting for a lock)."""
+    Read first: an existing home is opened without writing to it (nor waiting for a lock).
+    A move from four files killed before it was finished is finished here."""
+    from agents.store.migration import finish_move
+
     conn = open_database(path, what=WHAT)
     try:
+        if finish_move(home, conn):
+            conn.close()
+            _reconcile(path)
+            conn = open_database(path, what=WHAT)
         rows = _identity_rows(conn)
         if len(rows) < 2:
             conn.execute(_META)

@@ -202,6 +202,11 @@ class ShopData(SqliteStore):
             for r in rows
         ]
 
+    def note(self, key: str, value: str) -> None:
+        """Keep a fact about the shop's database (a move finished, say) in its meta table."""
+        with self._lock, immediate_transaction(self._conn) as conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
     def get_order(self, order_id: str) -> Order | None:
         """The order with exactly this id, or None."""
         found = self._orders("WHERE order_id = ?", (order_id,))

@@ -11,6 +11,7 @@ import re
 import sqlite3
 from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any, Literal, cast
 
 from agents.names import AGENT_TITLES, AGENTS, DEFAULT_AGENT
@@ -148,6 +149,22 @@ class ChatLine:
     agent: str | None
 
 
+def agent_read_only(path: Path, thread_id: str) -> str | None:
+    """The thread's active agent as stored, read without writing (or making) anything: for a
+    look at a home its checks have not opened (a command stopped as it started)."""
+    if not path.exists():
+        return None
+    try:
+        with sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True) as conn:
+            row = conn.execute(
+                "SELECT active_agent FROM threads WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+        conn.close()
+    except sqlite3.Error:
+        return None
+    return str(row[0]) if row else None
+
+
 def make_title(text: str) -> str:
     """One storable line of at most TITLE_LENGTH characters, cut with `…`."""
     line = " ".join(storable_text(text).split())
@@ -172,6 +189,18 @@ class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
         select = "SELECT * FROM threads WHERE thread_id = ?"
         found = fetch_packed(self._conn, _THREAD_COLUMNS, select, (thread_id,))
         return _info(found[0]) if found else None
+
+    def shown(self, thread_id: str) -> ThreadInfo | None:
+        """The thread as a list shows it: a turn whose process is gone reads `cut_off`."""
+        validate_thread_id(thread_id)
+        with self._lock:
+            found = fetch_packed(
+                self._conn,
+                _LISTED_COLUMNS,
+                f"{_WITH_LEASES} WHERE thread_id = ?",
+                (thread_id,),
+            )
+        return _listed(found[0]) if found else None
 
     def ensure(self, thread_id: str, *, customer: str | None) -> ThreadInfo:
         """The thread, created if missing; a given customer name replaces the stored one."""

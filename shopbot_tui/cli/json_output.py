@@ -55,12 +55,12 @@ class JsonOutput:
         answering): the thread's agent as the registry keeps it."""
         if self.thread_id is None or self.active_agent is not None:
             return
-        from agents.facade import Settings, ThreadRegistry
+        from agents.facade import Settings, agent_read_only
 
-        # As above: the stop is what is said, whatever reading the registry runs into.
-        with contextlib.suppress(Exception), ThreadRegistry(Settings.from_env().database_path) as r:
-            if (info := r.get(self.thread_id)) is not None:
-                self.active_agent = info.active_agent
+        # As above: the stop is what is said, whatever reading the registry runs into. Read
+        # only: stopped before the home was checked, a database must not be made in its place.
+        with contextlib.suppress(Exception):
+            self.active_agent = agent_read_only(Settings.from_env().database_path, self.thread_id)
 
     def print_failure(self, error: str) -> None:
         """The failure object, unless the run already printed its result (a failure while

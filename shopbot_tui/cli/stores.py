@@ -124,7 +124,7 @@ def print_conversation(
     from shopbot_tui.cli.markdown import print_markdown
 
     with ThreadRegistry(_database(settings)) as registry:
-        if (info := registry.get(thread_id)) is None:
+        if (info := registry.shown(thread_id)) is None:
             raise unknown_thread(thread_id)
         lines = registry.lines(thread_id, limit=limit)
         escalation = next((e for e in registry.escalations() if e.thread_id == thread_id), None)
@@ -142,7 +142,10 @@ def print_conversation(
             f"(`shopbot handled {thread_id}` once handled)"
         )
     else:
-        status = {"error": "its last turn failed"}.get(info.status, info.status)
+        status = {
+            "error": "its last turn failed",
+            "cut_off": "its last turn was cut off (its process is gone)",
+        }.get(info.status, info.status)
     print_markdown(transcript_markdown(thread_id, info, lines, exported_at=None, status=status))
 
 

@@ -202,10 +202,10 @@ def test_a_stop_before_the_home_is_checked_makes_no_database(
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt  # as a second Ctrl+C lands in the engine's start-up
 
-    monkeypatch.setattr(ShopBotEngine, "__init__", interrupted)
-    code, said, _ = run_json(capsys, "chat", "r2", "Where is ORD-001?", "--offline")
+    with monkeypatch.context() as patch:  # (undone alone: SHOPBOT_HOME stays the test's)
+        patch.setattr(ShopBotEngine, "__init__", interrupted)
+        code, said, _ = run_json(capsys, "chat", "r2", "Where is ORD-001?", "--offline")
     assert code == 130 and said["status"] == "error", said
-    monkeypatch.undo()
     assert not (home / DATABASE_FILE).exists()
     if state == "four files":
         nothing_lost(home, capsys)

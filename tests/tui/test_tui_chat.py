@@ -17,7 +17,7 @@ from textual.command import Command, CommandList
 from textual.widgets import Input
 
 from agents.audit.log import AuditQuery
-from agents.events import EngineEvent, ReplyDone, StepChanged
+from agents.events import EngineEvent, ReplyDone, StepChanged, from_wire
 from agents.facade import TURN_STOPPED_NOTE, ShopBotEngine
 from agents.graph.context import RetryBudget
 from agents.graph.other_orders import other_orders_sentence
@@ -175,7 +175,7 @@ class TailHeldEngine(ShopBotEngine):
             async def astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
                 async for item in graph.astream(*args, **kwargs):
                     yield item
-                    data = item[1]
+                    data = from_wire(item[1])  # (the graph streams JSON objects)
                     asked = isinstance(data, StepChanged) and data.step == "waiting_for_approval"
                     if isinstance(data, ReplyDone) or asked:
                         held.set()
