@@ -518,7 +518,9 @@ def readme_synopsis() -> dict[str, str]:
     return lines
 
 
-@pytest.mark.parametrize("command", ["", "chat", "resume", "threads", "show", "handled", "audit"])
+@pytest.mark.parametrize(
+    "command", ["", "chat", "resume", "threads", "show", "handled", "audit", "eval"]
+)
 def test_the_readme_synopsis_shows_the_options_help_shows(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
