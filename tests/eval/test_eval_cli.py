@@ -15,7 +15,10 @@ from langchain_core.language_models import BaseChatModel
 from agents.audit.log import AuditLog, AuditQuery
 from agents.eval import runner
 from agents.eval.flow import load_flows
+from agents.eval.observed import TurnRecord
+from agents.eval.results import FlowResult, SuiteResult, TryResult
 from agents.settings import Settings
+from shopbot_tui.cli import eval_command
 from shopbot_tui.cli.eval_report import progress_bar
 from shopbot_tui.cli.main import main
 from tests.support.demo_responder import DemoResponder
@@ -260,3 +263,27 @@ def test_the_progress_bar_moves_on_a_terminal_and_stays_out_of_a_pipe(
         on_start, _ = callbacks
         on_start(flow, 1)
     assert "order_status #1" in terminal.getvalue()
+
+
+def test_a_run_where_every_conversation_failed_on_the_provider_fails(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Nothing was measured: said as the provider's failure (exit 1), not as a 0% pass rate.
+    [flow] = load_flows(only=["order_status"])
+    failed = TurnRecord(
+        1, "say", "Where is my order ORD-002?", "error", error="Mistral is down.", failed="provider"
+    )
+    tried = TryResult(
+        flow="order_status",
+        index=1,
+        thread_id="order_status-1",
+        model="mistral-small-latest",
+        failures=("turn 1: the turn failed: Mistral is down.",),
+        violations=(),
+        turns=(failed,),
+    )
+    suite = SuiteResult(model="mistral-small-latest", k=1, flows=[FlowResult(flow, [tried])])
+    assert eval_command._report(suite, None, None) == 1
+    out, err = capsys.readouterr()
+    assert "order_status #1  turn 1: the turn failed: Mistral is down." in out
+    assert err == "shopbot: every conversation failed on the model provider: Mistral is down.\n"
