@@ -48,6 +48,10 @@ if TYPE_CHECKING:
     from agents.audit.decisions import earlier_decision
     from agents.audit.log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery, normalise_ts
     from agents.audit.log import MAX_PAGE as MAX_AUDIT_PAGE
+    from agents.eval.flow import Flow, load_flows
+    from agents.eval.metrics import median, p95
+    from agents.eval.results import FlowResult, SuiteResult, TryResult
+    from agents.eval.runner import offline_calls, run_suite
     from agents.events import (
         AgentChanged,
         ApprovalRequest,
@@ -77,6 +81,11 @@ _ON_FIRST_USE = {
         "agents.audit.log",
     ),
     "earlier_decision": "agents.audit.decisions",
+    # `shopbot eval` (agents/eval): scripted flows, their runner and their results.
+    **dict.fromkeys(("Flow", "load_flows"), "agents.eval.flow"),
+    **dict.fromkeys(("median", "p95"), "agents.eval.metrics"),
+    **dict.fromkeys(("FlowResult", "SuiteResult", "TryResult"), "agents.eval.results"),
+    **dict.fromkeys(("offline_calls", "run_suite"), "agents.eval.runner"),
     **dict.fromkeys(
         ("Escalation", "escalation_handled_note", "mark_handled"), "agents.store.escalations"
     ),
@@ -144,6 +153,8 @@ __all__ = [
     "ChatLine",
     "EngineEvent",
     "Escalation",
+    "Flow",
+    "FlowResult",
     "GateChecked",
     "InputError",
     "MessageRejected",
@@ -156,9 +167,11 @@ __all__ = [
     "Step",
     "StepChanged",
     "StorageError",
+    "SuiteResult",
     "ThreadInfo",
     "ThreadRegistry",
     "TokenDelta",
+    "TryResult",
     "TurnFailed",
     "TurnFinished",
     "TurnResult",
@@ -172,14 +185,19 @@ __all__ = [
     "file_failure_text",
     "is_busy",
     "load_engine",
+    "load_flows",
     "mark_handled",
+    "median",
     "normalise_ts",
     "note_for",
+    "offline_calls",
     "outcome",
+    "p95",
     "person_name",
     "quoted",
     "redact",
     "retry_notice",
+    "run_suite",
     "safe_json",
     "undecodable_bytes",
     "validate_thread_id",

@@ -61,6 +61,8 @@ AUDIT_KINDS: frozenset[str] = frozenset(
         "turn_started",
         "turn_finished",
         "summarised",
+        # One try of a `shopbot eval` flow, in the try's throwaway home (agents/eval).
+        "eval_result",
     }
 )
 MAX_PAGE = 10_000

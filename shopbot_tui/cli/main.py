@@ -241,6 +241,11 @@ async def _answered(
 
 def _dispatch(args: argparse.Namespace, json_out: JsonOutput | None) -> int:
     refuse_app_options(args)
+    if args.command == "eval":
+        # Before any logging is set up in the user's home: eval never writes there.
+        from shopbot_tui.cli.eval_command import run_eval
+
+        return run_eval(args)
     offline = bool(args.offline or getattr(args, "chat_offline", False))
     settings = Settings.from_env(offline=offline)
     from agents.facade import configure_logging

@@ -10,6 +10,7 @@ import difflib
 import sys
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any, NoReturn
 
 from agents import facade
@@ -252,7 +253,68 @@ def build_parser() -> argparse.ArgumentParser:
         help="at most this many (default 100)",
     )
     audit.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    evaluate = commands.add_parser(
+        "eval", help="scripted customers against the model: pass^k per flow, safety checked"
+    )
+    evaluate.add_argument(
+        "--model",
+        metavar="NAME",
+        type=_model_name,
+        help="the Mistral model to measure (default SHOPBOT_MODEL; needs MISTRAL_API_KEY)",
+    )
+    evaluate.add_argument(
+        "--k",
+        metavar="N",
+        type=_tries,
+        default=4,
+        help=f"tries of each flow, pass^1 to pass^N (default 4, at most {MAX_TRIES})",
+    )
+    evaluate.add_argument(
+        "--only",
+        metavar="FLOW",
+        nargs="+",
+        action="extend",
+        help="only these flows (by name)",
+    )
+    evaluate.add_argument(
+        "--flows",
+        metavar="DIR",
+        action="append",
+        type=Path,
+        help="also the flows in this folder's *.toml files",
+    )
+    evaluate.add_argument(
+        "--json", metavar="PATH", help="write the full record to PATH as JSON (- : stdout)"
+    )
+    evaluate.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep each conversation's throwaway home, and say where",
+    )
+    evaluate.add_argument("--offline", dest="chat_offline", action="store_true", help=offline_help)
     return parser
+
+
+# Tries per flow at most: 100 is already a long run against a real model.
+MAX_TRIES = 100
+
+
+def _tries(text: str) -> int:
+    try:
+        tries = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {quoted(text)}") from None
+    if not 1 <= tries <= MAX_TRIES:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_TRIES}, got {tries}")
+    return tries
+
+
+def _model_name(text: str) -> str:
+    name = text.strip()
+    if not name or not name.isprintable():
+        raise argparse.ArgumentTypeError("give a model name, e.g. mistral-small-latest")
+    return name
 
 
 # The app's own options, refused beside any sub-command (only `chat` takes a customer): one
@@ -266,12 +328,14 @@ APP_OPTIONS_INSTEAD = {
         "handled": "`shopbot handled THREAD` names the conversation as THREAD",
         "audit": "for one conversation's events: `shopbot audit --thread ID`",
         "threads": "`shopbot threads` lists every conversation",
+        "eval": "each flow runs in conversations of its own, in throwaway homes",
     },
     "customer": {
         "resume": "the customer is the one the conversation started with",
         "audit": "`shopbot audit --text NAME` finds a customer's events",
         "threads": "`shopbot threads` lists every conversation with its customer",
         "handled": "the escalation is closed in your name, whoever the customer",
+        "eval": "each flow names its own customer",
     },
 }
 

@@ -268,11 +268,11 @@ def test_a_mistyped_command_is_called_unknown_and_the_likely_one_named(
     # It read "argument command: invalid choice: 'chta' (choose from 'chat', ...)".
     assert refusal(["chta", "t1", "hi"], capsys) == (
         "shopbot: unknown command 'chta' (did you mean chat?); "
-        "commands: chat, resume, threads, show, handled, audit (see `shopbot --help`)"
+        "commands: chat, resume, threads, show, handled, audit, eval (see `shopbot --help`)"
     )
     assert refusal(["t1", "hi"], capsys) == (
-        "shopbot: unknown command 't1'; commands: chat, resume, threads, show, handled, audit "
-        "(see `shopbot --help`)"
+        "shopbot: unknown command 't1'; commands: chat, resume, threads, show, handled, audit, "
+        "eval (see `shopbot --help`)"
     )
 
 
@@ -358,6 +358,7 @@ COMMAND_LINES = {
     "show": ["show", "t2"],
     "handled": ["handled", "t2"],
     "audit": ["audit"],
+    "eval": ["eval", "--k", "1"],
 }
 
 
@@ -518,7 +519,9 @@ def readme_synopsis() -> dict[str, str]:
     return lines
 
 
-@pytest.mark.parametrize("command", ["", "chat", "resume", "threads", "show", "handled", "audit"])
+@pytest.mark.parametrize(
+    "command", ["", "chat", "resume", "threads", "show", "handled", "audit", "eval"]
+)
 def test_the_readme_synopsis_shows_the_options_help_shows(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
