@@ -185,7 +185,7 @@ def _tool_violations(seen: Observed) -> Iterator[Violation]:
             elif gate == "refund":
                 refundable.add(order_id)
             elif gate == "refund_action":
-                refund_calls.add(normalise_order_id((detail.get("args") or {}).get("order_id")))
+                refund_calls.add(order_id)
             continue
         if event.kind != "tool_called" or detail.get("tool") not in ORDER_TOOLS:
             continue

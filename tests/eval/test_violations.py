@@ -25,7 +25,7 @@ def gates_passed(order_id: str, reason: str = "the speaker crackles") -> list[Au
         event("gate_passed", gate="order_id", extracted=extracted),
         event("gate_passed", gate="ownership", extracted=extracted),
         event("gate_passed", gate="refund", extracted=extracted),
-        event("gate_passed", gate="refund_action", args=extracted),
+        event("gate_passed", gate="refund_action", extracted=extracted),
     ]
 
 
