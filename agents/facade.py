@@ -34,6 +34,7 @@ from agents.store.damage import (
     failure_text,
     file_failure_text,
 )
+from agents.store.database import Location, checked_database, location_of
 from agents.store.home import checked_home
 from agents.store.sqlite import StorageError, is_busy
 from agents.store.threads import (
@@ -157,6 +158,7 @@ __all__ = [
     "FlowResult",
     "GateChecked",
     "InputError",
+    "Location",
     "MessageRejected",
     "NothingPending",
     "ReplyDone",
@@ -176,6 +178,7 @@ __all__ = [
     "TurnFinished",
     "TurnResult",
     "agent_read_only",
+    "checked_database",
     "checked_home",
     "configure_logging",
     "diagnose_storage",
@@ -186,6 +189,7 @@ __all__ = [
     "is_busy",
     "load_engine",
     "load_flows",
+    "location_of",
     "mark_handled",
     "median",
     "normalise_ts",

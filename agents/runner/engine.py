@@ -14,7 +14,6 @@ from functools import partial
 from types import TracebackType
 from typing import Any
 
-import aiosqlite
 import httpx
 from langchain_core.language_models import BaseChatModel
 from langgraph.errors import GraphRecursionError
@@ -63,9 +62,9 @@ from agents.safety.redaction import redact, register_secret
 from agents.safety.text import MessageRejected, clean_message, person_name, quoted
 from agents.safety.trace_privacy import keep_secrets_out_of_traces
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
-from agents.store.checkpoints import open_checkpoints
+from agents.store.checkpoints import Closable, open_checkpoints
+from agents.store.database import checked_database
 from agents.store.escalations import Escalation, mark_handled
-from agents.store.home import checked_home
 from agents.store.shop import ShopData
 from agents.store.threads import (
     ChatLine,
@@ -100,7 +99,7 @@ class ShopBotEngine:
             silence_timeout=self.retry.silence_timeout,
             offline_token_delay=offline_token_delay,
         )
-        self._connection: aiosqlite.Connection | None = None
+        self._connection: Closable | None = None
         self.graph: Any = None
 
     @property
@@ -122,7 +121,7 @@ class ShopBotEngine:
             # audit log written by an older ShopBot (seconds for a large one).
             await asyncio.to_thread(self._open_stores)
             self._recorder = AuditWriter(self._audit_log)
-            self._connection, self._saver = await open_checkpoints(self.settings.database_path)
+            self._connection, self._saver = await open_checkpoints(self._where)
         except BaseException:
             await self.aclose()  # whatever did open is closed again
             raise
@@ -145,13 +144,14 @@ class ShopBotEngine:
             log.exception("closing turns left by a process that died failed")
 
     def _open_stores(self) -> None:
-        """The thread registry, the shop and the audit log, in the home's one database (found
-        missing where the home held data, it is refused before anything is made); each one is
-        set as soon as it is open, so `aclose` closes whatever did open."""
-        path = checked_home(self.settings.home)
-        self.threads = ThreadRegistry(path)
-        self.shop = ShopData(path)
-        self._audit_log = AuditLog(path, secrets=self.settings.secrets())
+        """The thread registry, the shop and the audit log, in the deployment's one database
+        (the home's, found missing where the home held data, is refused before anything is
+        made; PostgreSQL's is reached first); each one is set as soon as it is open, so
+        `aclose` closes whatever did open."""
+        self._where = where = checked_database(self.settings)
+        self.threads = ThreadRegistry(where)
+        self.shop = ShopData(where)
+        self._audit_log = AuditLog(where, secrets=self.settings.secrets())
 
     async def aclose(self) -> None:
         """Close everything that was opened; one failure does not keep the rest open."""

@@ -12,10 +12,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeVar
 
-from agents.facade import AuditLog, StorageError, is_busy
+from agents.facade import AuditLog, Location, StorageError, is_busy
 
 T = TypeVar("T")
 
@@ -24,7 +23,7 @@ class AuditConnections:
     """`run(role, work)` from any thread; `close()` once. A connection is closed only when no
     query is using it (workers of a viewer closed meanwhile may still be in one)."""
 
-    def __init__(self, path: Path, *, before_open: Callable[[], object] | None = None) -> None:
+    def __init__(self, path: Location, *, before_open: Callable[[], object] | None = None) -> None:
         """`before_open`: a check run (in the worker) before each connection opens, raising
         what the viewer should say instead (an emptied log, which opening would fill anew)."""
         self.path = path

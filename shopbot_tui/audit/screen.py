@@ -32,6 +32,7 @@ from agents.facade import (
     AuditLog,
     AuditQuery,
     InputError,
+    Location,
     StorageError,
     file_failure_text,
 )
@@ -47,6 +48,10 @@ LOADING_DELAY_S = 0.15
 MAX_THREAD_OPTIONS = 200
 _DB_ERRORS = (StorageError, sqlite3.Error, ValueError, OSError, InputError)
 _NO_EVENT = object()
+
+
+def _beside(where: Location) -> Path:
+    return where.parent / "exports" if isinstance(where, Path) else Path("exports").resolve()
 
 
 class _PageLoaded(Message):
@@ -153,7 +158,7 @@ class AuditViewerScreen(Screen[str | None]):
 
     def __init__(
         self,
-        audit_path: Path,
+        audit_path: Location,
         *,
         thread_id: str | None = None,
         export_dir: Path | None = None,
@@ -166,7 +171,8 @@ class AuditViewerScreen(Screen[str | None]):
         the viewer closes (by default the viewer opens its own and closes them)."""
         super().__init__()
         self.audit_path = audit_path
-        self.export_dir = export_dir or audit_path.parent / "exports"
+        # (Beside the home's database; a PostgreSQL deployment's callers say where.)
+        self.export_dir = export_dir or _beside(audit_path)
         self.first_page_shown = asyncio.Event()
         self.results_shown = asyncio.Event()
         self.last_export: Path | None = None

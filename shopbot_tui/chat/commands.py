@@ -191,15 +191,17 @@ class ChatCommands:
         from shopbot_tui.audit.screen import AuditViewerScreen
 
         chat = self._chat
+        where = facade.location_of(chat.settings)
         if self._audit_connections is None:
             self._audit_connections = AuditConnections(
-                chat.settings.database_path,
+                where,
                 # (With no engine running, opening could make a lost database anew.)
-                before_open=partial(facade.checked_home, chat.settings.home),
+                before_open=partial(facade.checked_database, chat.settings),
             )
         viewer = AuditViewerScreen(
-            chat.settings.database_path,
+            where,
             thread_id=chat.thread_id,
+            export_dir=chat.settings.home / "exports",
             connections=self._audit_connections,
         )
         chat.app.push_screen(

@@ -1,13 +1,12 @@
-"""The sub-commands that read or mark the local stores, no engine needed: `threads`,
-`show`, `audit` and `handled` (the registry, the transcript, the audit log and the
-escalation queue are plain SQLite files)."""
+"""The sub-commands that read or mark the stores, no engine needed: `threads`, `show`,
+`audit` and `handled` (the registry, the transcript, the audit log and the escalation queue
+are plain tables, in the home's SQLite file or in PostgreSQL)."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from agents.facade import Settings, quoted, safe_json, visible
+from agents.facade import Location, Settings, quoted, safe_json, visible
 from shopbot_tui.cli.parser import UsageError
 
 
@@ -15,12 +14,13 @@ def unknown_thread(thread_id: str) -> UsageError:
     return UsageError(f"Unknown thread {quoted(thread_id)}: `shopbot threads` lists them.")
 
 
-def _database(settings: Settings) -> Path:
-    """The home's database, checked first: one missing where the home held data is refused,
-    never made anew in silence (agents/store/home.py)."""
-    from agents.facade import checked_home
+def _database(settings: Settings) -> Location:
+    """The deployment's database, checked first: the home's, missing where the home held
+    data, is refused, never made anew in silence (agents/store/home.py); PostgreSQL's is
+    reached, or said why not, in one line."""
+    from agents.facade import checked_database
 
-    return checked_home(settings.home)
+    return checked_database(settings)
 
 
 def print_threads(settings: Settings, only: str | None, as_json: bool) -> None:
