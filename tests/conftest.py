@@ -3,7 +3,7 @@ import tempfile
 
 import pytest
 
-pytest_plugins = ["tests.support.fixtures"]
+pytest_plugins = ["tests.support.fixtures", "tests.support.backends"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,4 +1,5 @@
-"""The thread registry: conversations, their status, and a transcript that keeps everything."""
+"""The thread registry: conversations, their status, and a transcript that keeps everything,
+in the home's SQLite file and in PostgreSQL (`backend`)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from agents.store.threads import (
     ThreadRegistry,
     validate_thread_id,
 )
+from tests.support.backends import Backend
 from tests.support.read_only_sqlite import make_sqlite_read_only
 
 TS_PATTERN = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
@@ -35,7 +37,14 @@ def registry_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def registry(registry_path: Path) -> Iterator[ThreadRegistry]:
+def registry(backend: Backend, registry_path: Path) -> Iterator[ThreadRegistry]:
+    with ThreadRegistry(backend.where(registry_path)) as threads:
+        yield threads
+
+
+@pytest.fixture
+def sqlite_registry(registry_path: Path) -> Iterator[ThreadRegistry]:
+    """The registry in a SQLite file, for what only that file has (its lease rows)."""
     with ThreadRegistry(registry_path) as threads:
         yield threads
 
@@ -164,13 +173,13 @@ def test_open_turn_records_all_or_nothing(
     assert [line.text for line in registry.lines("t1")] == ["first"]
 
 
-def test_a_draft_is_kept_until_sent_or_cleared(registry_path: Path) -> None:
-    with ThreadRegistry(registry_path) as registry:
+def test_a_draft_is_kept_until_sent_or_cleared(backend: Backend, registry_path: Path) -> None:
+    with ThreadRegistry(backend.where(registry_path)) as registry:
         assert registry.draft("t1") == ""
         registry.save_draft("t1", "Where is ORD-00")  # a thread not started yet
         registry.save_draft("t2", "for Sam")
         registry.save_draft("t1", "Where is ORD-001?")
-    with ThreadRegistry(registry_path) as registry:  # across quitting
+    with ThreadRegistry(backend.where(registry_path)) as registry:  # across quitting
         assert (registry.draft("t1"), registry.draft("t2")) == ("Where is ORD-001?", "for Sam")
         registry.open_turn("t1", customer="Alex", message="Where is ORD-001?")
         assert registry.draft("t1") == ""  # sent: no longer a draft
@@ -318,11 +327,11 @@ def test_append_line_needs_a_started_thread_and_a_known_role(registry: ThreadReg
     assert registry.lines("t1") == []
 
 
-def test_data_survives_reopening(registry_path: Path) -> None:
-    with ThreadRegistry(registry_path) as first:
+def test_data_survives_reopening(backend: Backend, registry_path: Path) -> None:
+    with ThreadRegistry(backend.where(registry_path)) as first:
         first.open_turn("t1", customer="Alex", message="hello")
         first.update("t1", status="error")
-    with ThreadRegistry(registry_path) as second:
+    with ThreadRegistry(backend.where(registry_path)) as second:
         info = second.get("t1")
         assert info is not None and (info.status, info.turns, info.title) == ("error", 1, "hello")
         assert [line.text for line in second.lines("t1")] == ["hello"]
@@ -363,7 +372,10 @@ def test_unencodable_customer_and_title_are_stored_not_half_made(registry: Threa
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
-def test_a_lease_of_a_process_that_ended_unreaped_is_taken_over(registry: ThreadRegistry) -> None:
+def test_a_lease_of_a_process_that_ended_unreaped_is_taken_over(
+    sqlite_registry: ThreadRegistry,
+) -> None:
+    registry = sqlite_registry
     registry.ensure("z1", customer=None)
     # A `shopbot chat` that ended (killed) while its parent, say a supervisor, has not
     # reaped it yet: it still answers kill(pid, 0).
@@ -394,8 +406,9 @@ def test_a_lease_of_a_process_that_ended_unreaped_is_taken_over(registry: Thread
 
 
 def test_a_turn_held_elsewhere_is_told_only_while_its_lease_is_live(
-    registry: ThreadRegistry,
+    sqlite_registry: ThreadRegistry,
 ) -> None:
+    registry = sqlite_registry
     registry.ensure("h1", customer=None)
     assert not registry.turn_held_elsewhere("h1", "me")  # no lease
     assert registry.claim_turn("h1", "me")
