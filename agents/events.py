@@ -339,7 +339,7 @@ def note_for(event: EngineEvent) -> str | None:
     if isinstance(event, ToolCalled) and event.outcome != "executed":
         return f"{_tool_label(event.tool)} {event.outcome}: {_first_sentence(event.detail)}"
     if isinstance(event, ApprovalRequested):
-        return f"waiting for a human decision: {event.request.kind.replace('_', ' ')}"
+        return waiting_note(event.request.kind)
     if isinstance(event, ApprovalDecided):
         by = f", by {event.by}" if event.by else ""
         return f"decision: {event.decision.replace('_', ' ')}{by}"
@@ -349,9 +349,14 @@ def note_for(event: EngineEvent) -> str | None:
         # (After a colon: the reason often ends in "(HTTP 429)." already.)
         reason = event.reason.strip().rstrip(".")
         return f"model provider failed, retrying in {event.delay:.1f}s: {reason}"
-    if isinstance(event, TurnFailed | DecisionRefused | MessageRefused):
+    if isinstance(event, TurnFailed | DecisionRefused | MessageRefused | RefundNotCarriedOut):
         return f"⚠ {event.message}"
     return None
+
+
+def waiting_note(kind: str) -> str:
+    """The transcript's line while a question of `kind` waits for a person."""
+    return f"waiting for a human decision: {kind.replace('_', ' ')}"
 
 
 def retry_notice(reason: str, delay: float, attempt: int) -> str:

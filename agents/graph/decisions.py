@@ -49,7 +49,7 @@ from agents.events import (
 from agents.graph.context import ShopContext
 from agents.graph.history import tool_answer
 from agents.graph.replies import COMPLAINT_DECISIONS, REFUND_DECISIONS
-from agents.graph.reporting import report
+from agents.graph.reporting import close_turn, decided_by, pause_for, report
 from agents.graph.services import Turn, turn
 from agents.graph.state import ShopState
 from agents.graph.tools.domain import pay_refund
@@ -159,6 +159,7 @@ async def ask_decision(state: ShopState, runtime: Runtime[ShopContext]) -> dict[
         payload["decided_before"] = await _decided_before(runtime, str(payload["order_id"]))
     report(runtime, StepChanged(agent=agent, step="waiting_for_approval"))
     report(runtime, kind="approval_requested", agent=agent, detail=_summary(payload))
+    pause_for(runtime, payload)
     return {"awaiting": payload}
 
 
@@ -191,6 +192,7 @@ async def decision_waits(state: ShopState, runtime: Runtime[ShopContext]) -> Com
         detail={"request_id": payload.get("request_id"), "reason": "a decision waits"},
     )
     report(runtime, StepChanged(agent=agent, step="waiting_for_approval"))
+    pause_for(runtime, payload)
     removed = [RemoveMessage(id=latest.id)] if latest is not None and latest.id else []
     return Command(goto=AWAIT_DECISION, update={"messages": removed})
 
@@ -242,6 +244,7 @@ def _ask_again(
     agent = str(payload.get("agent") or DEFAULT_AGENT)
     report(runtime, event, kind=kind, agent=agent, detail=detail)  # type: ignore[arg-type]
     report(runtime, StepChanged(agent=agent, step="waiting_for_approval"))
+    pause_for(runtime, payload)
     return Command(goto=AWAIT_DECISION, update={"awaiting": dict(payload)})
 
 
@@ -284,8 +287,14 @@ def _record_decision(
         "order_id": payload.get("order_id"),
         "request_id": payload.get("request_id"),
     }
-    decided_by = this.reviewer.audit_detail() if this.reviewer is not None else {}
-    report(runtime, kind="approval_decided", agent=agent, detail={**detail, **decided_by, **facts})
+    by = this.reviewer.audit_detail() if this.reviewer is not None else {}
+    report(
+        runtime,
+        decided_by(this, str(payload["kind"]), decision),
+        kind="approval_decided",
+        agent=agent,
+        detail={**detail, **by, **facts},
+    )
     # A refund already paid has nothing left to escalate: the answer only closes the request.
     if decision.startswith("escalate") and "already_refunded" not in facts:
         reason = f"{str(payload['kind']).replace('_', ' ')}: escalated by the reviewer"
@@ -391,6 +400,7 @@ def _complaint_decided(
         detail={"from": agent, "to": DEFAULT_AGENT, "reason": reason},
     )
     report(runtime, AgentChanged(agent=DEFAULT_AGENT, previous=agent))
+    close_turn(runtime, agent=DEFAULT_AGENT, status="done")
     answered = tool_answer(call, f"A person reviewed the complaint and decided: {decision}.")
     return Command(
         goto=END,
@@ -426,7 +436,7 @@ def _not_carried_out(
     )
     storage = isinstance(exc, StorageError | sqlite3.DatabaseError)
     agent = str(payload.get("agent") or DEFAULT_AGENT)
-    decided_by = this.reviewer.audit_detail() if this.reviewer is not None else {}
+    by = this.reviewer.audit_detail() if this.reviewer is not None else {}
     asked = {**payload, "failed_before": message}
     report(
         runtime,
@@ -439,11 +449,12 @@ def _not_carried_out(
             "decision": decision,
             "error": f"{type(exc).__name__}: {problem}"[:500],
             "outcome": "pending again",
-            **decided_by,
+            **by,
         },
     )
     report(runtime, StepChanged(agent=agent, step="waiting_for_approval"))
     report(runtime, kind="approval_requested", agent=agent, detail=_summary(asked))
+    pause_for(runtime, asked)
     return Command(goto=AWAIT_DECISION, update={"awaiting": asked})
 
 

@@ -13,13 +13,11 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from agents.events import ApprovalRequest
-from agents.graph.history import repair_tail
+from agents.graph.history import CUSTOMER_LINE_PREFIX, repair_tail
 from agents.runner.thread_state import unfinished_work
 from agents.store.shop import ShopData
 from agents.store.sqlite import is_busy, is_full
 from agents.store.threads import ChatLine
-
-CUSTOMER_LINE_PREFIX = "customer-line-"
 
 
 def customer_message(line: ChatLine) -> HumanMessage:

@@ -41,6 +41,7 @@ from agents.graph.reporting import report
 from agents.graph.specialists.spec import (
     MAX_CORRECTIONS,
     MAX_HANDOFFS_PER_TURN,
+    MAX_TOOL_ROUNDS,
     REPEAT_LIMIT,
     SpecialistSpec,
 )
@@ -264,6 +265,7 @@ class _ActStep:
             "corrected_calls": self.corrected,
             "gate_checks": self.checks,
             "corrections": self.corrections,
+            "tool_rounds": self.state.get("tool_rounds", 0) + 1,
             **extra,
         }
 
@@ -324,6 +326,10 @@ def make_act(spec: SpecialistSpec) -> Any:
         )
         if handoff is not None:
             return await _hand_off(step, handoffs[handoff["name"]], handoff, calls)
+        if state.get("tool_rounds", 0) >= MAX_TOOL_ROUNDS:
+            detail = f"{MAX_TOOL_ROUNDS} rounds of tool calls already in this turn"
+            stop = {"limit": "tool_rounds", "detail": detail}
+            return Command(goto="stop_turn", update=step.update(stop=stop))
         for call in calls:
             name = call["name"]
             tool = step.screen(call, tools)
