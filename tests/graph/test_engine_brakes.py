@@ -15,8 +15,8 @@ from agents.events import LimitReached
 from agents.facade import InputError
 from agents.graph.prompts import SUMMARY_PROMPT
 from agents.graph.replies import LIMIT_REACHED
-from agents.graph.specialists.spec import MAX_TOOL_ROUNDS
 from agents.graph.specialists.answering import EMPTY_REPLY_FALLBACK
+from agents.graph.specialists.spec import MAX_TOOL_ROUNDS
 from agents.graph.summary import SUMMARY_TRIGGER
 from tests.support.engine import (
     assert_mistral_valid,
