@@ -19,6 +19,7 @@ and that backlog is reported too ("drain").
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import subprocess
@@ -125,15 +126,20 @@ def _pieces(text: str) -> list[str]:
 # --- start-up -----------------------------------------------------------------------------
 
 
+@functools.cache
 def precompile() -> None:
-    """Byte-compile the project as a normal first run would. Where PYTHONDONTWRITEBYTECODE is
-    set (this machine sets it), every start would otherwise recompile our own modules, which
-    no installed copy of ShopBot does."""
+    """Byte-compile the project and its dependencies as a normal first run would. Where
+    PYTHONDONTWRITEBYTECODE is set (this machine sets it), every start would otherwise
+    recompile every module it imports, Textual's included (and `uv sync` compiles nothing
+    unless asked), which no installed copy of ShopBot does. Once per process: after the
+    first time it only checks the files' dates."""
     import compileall
+    import sysconfig
 
     root = Path(__file__).resolve().parents[2]
     for package in ("agents", "gates", "shopbot_tui", "tests"):
         compileall.compile_dir(root / package, quiet=1)
+    compileall.compile_dir(sysconfig.get_paths()["purelib"], quiet=1, workers=0)
 
 
 def startup_once(home: Path, *, bare: bool = False) -> dict[str, float]:
