@@ -94,8 +94,11 @@ class ChatCommands:
         chat = self._chat
         if self._engine() is None:
             return
-        await chat.open_thread(new_thread_id(), chat.session_customer)
-        chat.notices.new_conversation(chat.thread_id)
+        # The open conversation's customer (ctrl+n is "the same customer"), none for one begun
+        # without: the customer named last in another conversation was a guess, and whose
+        # orders a conversation may see is never guessed.
+        await chat.open_thread(new_thread_id(), chat.customer)
+        chat.notices.new_conversation(chat.thread_id, chat.customer)
 
     def choose_thread(self, view: ViewName = "all") -> None:
         """The conversation list, showing `view` (what needs a person, or all)."""
@@ -120,7 +123,7 @@ class ChatCommands:
                 waiting=engine.waiting_for_decision,
                 count_threads=engine.count_threads,
                 current_thread=chat.thread_id,
-                customer=chat.session_customer,
+                customer=chat.customer,
                 settings=chat.settings,
                 view=view,
             ),

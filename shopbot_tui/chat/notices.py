@@ -166,8 +166,16 @@ class ChatNotices:
             markup=False,
         )
 
-    def new_conversation(self, thread_id: str) -> None:
-        self._screen.notify(f"New conversation {thread_id}.", markup=False)
+    def new_conversation(self, thread_id: str, customer: str | None) -> None:
+        """Said with whom it is for: ctrl+n takes the open conversation's customer."""
+        if customer:
+            text = f"New conversation {thread_id} for {customer}."
+        else:
+            text = (
+                f"New conversation {thread_id}, without a customer: ctrl+t starts one for a "
+                "customer."
+            )
+        self._screen.notify(text, markup=False)
 
     def provider_retrying(self, message: ProviderRetrying) -> None:
         self._screen.notify(

@@ -141,9 +141,6 @@ class ChatScreen(Screen[None]):
         # The open thread: the one messages go to, and the decision it waits for.
         self.thread_id = thread_id
         self.customer = customer
-        # Whom a new conversation (ctrl+n) is for: the last customer named, kept while a
-        # conversation begun without one is open.
-        self.session_customer = customer
         self.pending: ApprovalRequest | None = None
         # The open thread's escalation no person has handled yet, as last read (its thread
         # may be one left since: see `escalated_here`).

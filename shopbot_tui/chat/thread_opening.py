@@ -35,7 +35,6 @@ class ThreadOpener:
         if thread_id != chat.thread_id:
             chat.drafts.leave(chat.thread_id, thread_id)
         chat.thread_id, chat.customer = thread_id, customer
-        chat.session_customer = customer or chat.session_customer
         chat.pending, self.ready = None, False
         self.opening += 1
         chat.panel.show_gates([])
@@ -81,7 +80,7 @@ class ThreadOpener:
         if stored:
             if chat.customer and chat.customer.casefold() != stored.casefold():
                 chat.notices.thread_of_another_customer(chat.thread_id, stored, chat.customer)
-            chat.customer = chat.session_customer = stored
+            chat.customer = stored
         elif started and chat.customer:
             # Begun without a customer, it goes on without one (the engine names none now).
             chat.notices.thread_of_another_customer(chat.thread_id, None, chat.customer)

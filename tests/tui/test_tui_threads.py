@@ -239,6 +239,41 @@ async def test_a_turn_that_pauses_for_approval_while_its_thread_loads_is_shown_p
         assert shown == [(line.role, line.text) for line in read("t-one")]
 
 
+async def test_ctrl_n_is_for_the_open_conversations_customer_and_says_whom(
+    tmp_path: Path,
+) -> None:
+    """From a conversation begun without a customer, ctrl+n started one for Sam, the customer
+    named last since the app started, and its notification named nobody."""
+    app = make_app(tmp_path, thread_id="t-sam", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        assert app.chat.customer == "Sam"
+        assert app.notices[-1] == (
+            "information",
+            "",
+            f"New conversation {app.chat.thread_id} for Sam.",
+        )
+        # A conversation without a customer, from the list (its box emptied).
+        screen = await thread_list(pilot)
+        screen.query_one("#new-customer", Input).value = ""
+        await pilot.press("ctrl+n", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen) and app.chat.customer is None
+        anonymous = app.chat.thread_id
+
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        assert app.chat.thread_id != anonymous
+        assert app.chat.customer is None
+        assert visible_text(app.chat.query_one("#customer")) == "Customer not given"
+        assert app.notices[-1][2] == (
+            f"New conversation {app.chat.thread_id}, without a customer: ctrl+t starts one "
+            "for a customer."
+        )
+
+
 async def test_new_conversation_for_another_customer_from_the_thread_list(tmp_path: Path) -> None:
     app = make_app(tmp_path, customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
