@@ -16,6 +16,7 @@ from textual import events, on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.content import Content
+from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.theme import Theme
 
@@ -100,6 +101,15 @@ class ShopBotApp(App[int]):
             # (A theme of a newer Textual, say: nothing to tell a person about.)
             log.info("the saved theme %r is not available; the default is used", preferences.theme)
         return None
+
+    def get_driver_class(self) -> type[Driver]:
+        driver = super().get_driver_class()
+        # By module, not by class: the Linux driver's module cannot be imported on Windows.
+        if driver.__module__ == "textual.drivers.linux_driver":
+            from shopbot_tui.terminal_input import WholePasteDriver
+
+            return WholePasteDriver  # a paste arrives whole, escape sequences and all
+        return driver
 
     def get_default_screen(self) -> ChatScreen:
         # The chat is the first screen itself, not pushed over Textual's blank one from

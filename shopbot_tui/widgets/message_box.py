@@ -9,6 +9,8 @@ from textual import events
 from textual.binding import BindingType
 from textual.widgets import Input
 
+from agents.facade import visible
+
 
 def _quiet_editing_keys() -> list[BindingType]:
     """Input's keys, working as ever but left out of the keys panel (system bindings), except
@@ -49,7 +51,9 @@ class MessageBox(Input, inherit_bindings=False):
         # Runs before `Input._on_paste`; preventing the default skips that one.
         event.prevent_default()
         event.stop()
-        if text := one_line(event.text):
+        # Escape sequences as visible signs (␛), as the conversation shows them: raw in the
+        # box they were sent as typed, and the terminal may obey them when the box is drawn.
+        if text := visible(one_line(event.text)):
             if self.selection.is_empty:
                 self.insert_text_at_cursor(text)
             else:
