@@ -3,21 +3,27 @@ one button (with a single-key shortcut) per option. Its result resumes the graph
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from textual import events, on
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.geometry import Size
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Static
 
 from agents.facade import ApprovalRequest, Reviewer, earlier_decision, visible
 from shopbot_tui.widgets.message_box import one_line
+
+log = logging.getLogger("shopbot.tui")
 
 # One key per option, shown on its button. Refund: approve / reject / escalate.
 # Complaint review: escalate_to_senior / provide_compensation / close_ticket.
@@ -116,6 +122,10 @@ class Facts(Static):
         super().__init__(id=id, markup=False)
         self._facts = facts
 
+    def show(self, facts: list[tuple[str, str]]) -> None:
+        self._facts = facts
+        self.refresh(layout=True)
+
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._lines(width))
 
@@ -149,8 +159,20 @@ SHORT_BELOW = 30
 TINY_BELOW = 24
 
 
+@dataclass
+class RequestReread(Message):
+    """The request as it stands now (the ledger and the audit log read again)."""
+
+    request: ApprovalRequest
+
+
+Reread = Callable[[ApprovalRequest], ApprovalRequest]
+
+
 class ApprovalScreen(ModalScreen[str | None]):
-    """Dismissed with the chosen option, or None when the person decides later."""
+    """Dismissed with the chosen option, or None when the person decides later. `reread`
+    (called off the event loop) gives the request as it stands when the dialog opens: asked
+    a while ago, its order may have been refunded or decided on elsewhere since."""
 
     CSS_PATH = "approval.tcss"
     # (Not annotated ClassVar: see ThreadsScreen.)
@@ -179,10 +201,19 @@ class ApprovalScreen(ModalScreen[str | None]):
     # decision: a person looks at the chosen button before confirming it.
     CONFIRM_GAP: ClassVar[float] = 0.25
 
-    def __init__(self, request: ApprovalRequest, reviewer: Reviewer) -> None:
+    def __init__(
+        self,
+        request: ApprovalRequest,
+        reviewer: Reviewer,
+        *,
+        reread: Reread | None = None,
+        on_reread: Callable[[ApprovalRequest], None] | None = None,
+    ) -> None:
         super().__init__()
         self.request = request
         self.reviewer = reviewer
+        self._reread = reread
+        self._on_reread = on_reread
         self.armed = False
         # What was typed while the keys slept: the chat gives it back to the message box.
         self.typed = ""
@@ -310,6 +341,28 @@ class ApprovalScreen(ModalScreen[str | None]):
         # The details have the focus, not a button: Enter alone decides nothing.
         self.query_one("#approval-body").focus()
         self._sleep()
+        if self._reread is not None:
+            self._read_again(self._reread)
+
+    @work(thread=True, exit_on_error=False, group="approval-reread")
+    def _read_again(self, reread: Reread) -> None:
+        """The ledger and the audit log read for this request, off the event loop. A failed
+        read leaves the request as it was asked (the decision still meets the ledger)."""
+        try:
+            now = reread(self.request)
+        except Exception:
+            log.exception("reading the ledger for the approval failed")
+            return
+        self.post_message(RequestReread(now))
+
+    @on(RequestReread)
+    def _reread_shown(self, message: RequestReread) -> None:
+        self.request = message.request
+        self.query_one("#approval-message", Static).update(Content(visible(headline(self.request))))
+        self.query_one("#approval-facts", Facts).show(_facts(self.request))
+        self.query_one("#approval-gates", Static).update(self._gates_content())
+        if self._on_reread is not None:
+            self._on_reread(self.request)
 
     def _sleep(self) -> None:
         """Keys and buttons off until no key has come for ARM_DELAY seconds."""
