@@ -535,6 +535,21 @@ async def test_copy_last_reply_and_export_chat(tmp_path: Path) -> None:
         assert any(str(exports[0]) in notice for notice in iter_notices(app, "information"))
 
 
+async def test_an_order_id_before_a_long_run_of_one_character_is_not_redacted(
+    tmp_path: Path,
+) -> None:
+    """`ORD-002` and 3,000 x's showed as `ORD-[REDACTED]`: nothing is a secret here."""
+    message = "Where is ORD-002" + "x" * 3_000
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, message)
+        assert transcript_on_screen(app)[1] == ("customer", message)
+        assert app.engine is not None
+        stored = [line.text for line in app.engine.transcript("t-test")]
+        assert stored[0] == message and "REDACTED" not in " ".join(stored)
+
+
 async def test_correction_loop_is_shown(tmp_path: Path) -> None:
     app = make_app(tmp_path, customer="Alex")
     async with app.run_test(size=SIZE) as pilot:
