@@ -26,6 +26,10 @@ def _quiet_editing_keys() -> list[BindingType]:
     ]
 
 
+# Zero-width joiner and non-joiner: they join emoji (👩‍💻) and shape Indic and Persian words.
+JOINERS = ("\u200d", "\u200c")
+
+
 def one_line(text: str) -> str:
     """A pasted e-mail as one message: its lines joined by spaces, blank lines dropped."""
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
@@ -46,6 +50,16 @@ class MessageBox(Input, inherit_bindings=False):
         # key typed replaced it.
         kwargs.setdefault("select_on_focus", False)
         super().__init__(*args, **kwargs)
+
+    async def _on_key(self, event: events.Key) -> None:
+        # The joiners are no printable characters to Python, so `Input` dropped them: the
+        # family emoji 👨‍👩‍👧, typed or sent by a terminal key by key, arrived as three people.
+        if event.character in JOINERS:
+            event.stop()
+            event.prevent_default()
+            self.insert_text_at_cursor(event.character)
+            return
+        await super()._on_key(event)
 
     def _on_paste(self, event: events.Paste) -> None:
         # Runs before `Input._on_paste`; preventing the default skips that one.
