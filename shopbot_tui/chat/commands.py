@@ -96,8 +96,9 @@ class ChatCommands:
             return
         # The open conversation's customer (ctrl+n is "the same customer"), none for one begun
         # without: the customer named last in another conversation was a guess, and whose
-        # orders a conversation may see is never guessed.
-        await chat.open_thread(new_thread_id(), chat.customer)
+        # orders a conversation may see is never guessed. Only the customer it was opened for
+        # and is not (another's, or begun without one) comes first: the notice offered it.
+        await chat.open_thread(new_thread_id(), chat.customer_refused or chat.customer)
         chat.notices.new_conversation(chat.thread_id, chat.customer)
 
     def choose_thread(self, view: ViewName = "all") -> None:

@@ -141,6 +141,9 @@ class ChatScreen(Screen[None]):
         # The open thread: the one messages go to, and the decision it waits for.
         self.thread_id = thread_id
         self.customer = customer
+        # The customer this conversation was opened for and is not (it is another's, or began
+        # without one): the notice says ctrl+n starts one for them.
+        self.customer_refused: str | None = None
         self.pending: ApprovalRequest | None = None
         # The open thread's escalation no person has handled yet, as last read (its thread
         # may be one left since: see `escalated_here`).

@@ -35,6 +35,7 @@ class ThreadOpener:
         if thread_id != chat.thread_id:
             chat.drafts.leave(chat.thread_id, thread_id)
         chat.thread_id, chat.customer = thread_id, customer
+        chat.customer_refused = None
         chat.pending, self.ready = None, False
         self.opening += 1
         chat.panel.show_gates([])
@@ -80,11 +81,12 @@ class ThreadOpener:
         if stored:
             if chat.customer and chat.customer.casefold() != stored.casefold():
                 chat.notices.thread_of_another_customer(chat.thread_id, stored, chat.customer)
+                chat.customer_refused = chat.customer
             chat.customer = stored
         elif started and chat.customer:
             # Begun without a customer, it goes on without one (the engine names none now).
             chat.notices.thread_of_another_customer(chat.thread_id, None, chat.customer)
-            chat.customer = None
+            chat.customer_refused, chat.customer = chat.customer, None
         chat.panel.show_session(chat.thread_id, chat.customer)
         await chat.view.show_history(message.lines, message.hidden_lines, chat.customer)
         chat.drafts.loaded(
