@@ -490,7 +490,7 @@ async def test_loading_state_paints_before_the_engine(tmp_path: Path) -> None:
         loading = app.chat.query_one("#loading SystemNote")
         assert "Loading the engine" in visible_text(loading)
         panel = app.chat.query_one(SidePanel)
-        assert "Model     offline demo" in visible_text(panel.query_one("#model"))
+        assert "Model    offline demo" in visible_text(panel.query_one("#model"))
         await send(pilot, "hello", wait=False)
         await pilot.pause()
         assert any("still loading" in notice for notice in iter_notices(app, "warning"))
@@ -610,6 +610,22 @@ async def test_quitting_while_a_turn_runs_is_clean(tmp_path: Path) -> None:
         await settle(pilot)
         await send(pilot, "Where is ORD-005?")
         assert "Bluetooth Speaker" in replies(again)[-1]
+
+
+async def test_the_side_panels_values_line_up(tmp_path: Path) -> None:
+    """`Model`'s value stood one column right of `ID`'s and `Customer`'s."""
+    app = make_app(tmp_path, thread_id="t-aligned", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        lines = painted_text(app, app.chat.panel).splitlines()
+
+        def column(label: str, value: str) -> int:
+            (line,) = [line for line in lines if line.lstrip("▏ ").startswith(label)]
+            return line.index(value)
+
+        model = column("Model", "offline demo")
+        assert column("ID", "t-aligned") == model == column("Customer", "Sam")
+        assert column("rule-based", "rule-based") == model
 
 
 async def test_a_narrow_terminal_hides_the_side_panel_and_ctrl_b_brings_it_back(
