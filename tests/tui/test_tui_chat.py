@@ -25,7 +25,7 @@ from shopbot_tui.chat.approval_screen import ApprovalScreen
 from shopbot_tui.chat.notices import NOTHING_LEFT_TO_STOP, STILL_PAYING
 from shopbot_tui.chat.screen import ChatScreen
 from shopbot_tui.threads.screen import ThreadsScreen
-from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage
+from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage, SystemNote
 from shopbot_tui.widgets.side_panel import AgentCard, SidePanel
 from tests.support.tui import (
     SIZE,
@@ -562,6 +562,32 @@ async def test_correction_loop_is_shown(tmp_path: Path) -> None:
         assert app.engine is not None
         stored = [line.text for line in app.engine.transcript("t-test") if line.role == "note"]
         assert stored == shown[1:]
+
+
+async def test_notes_of_a_misread_order_id_are_whole_and_read_as_what_happened(
+    tmp_path: Path,
+) -> None:
+    """They were cut ("…format ORD-XXX (three digits, example: ORD…"), and on this path,
+    which ends with the order found, "lookup_order refused: Refused, not executed: …" read
+    as an error."""
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=(80, 40)) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-02?")
+        assert "In Transit" in replies(app)[-1]  # it ends well
+        shown = notes(app)[1:]
+        assert shown == [
+            "gate: order id rejected: Order ID 'ORD-02' does not match the required format "
+            "ORD-XXX (three digits, example: ORD-001)",
+            "correcting (1/2)",
+            "lookup_order not run: it named 'ORD-02', and the order checked this turn is "
+            "ORD-002: the model was told to use that one.",
+        ]
+        # Wrapped on screen, not cut.
+        painted = " ".join(
+            " ".join(painted_text(app, note).split()) for note in app.chat.query(SystemNote)
+        )
+        assert "(three digits, example: ORD-001)" in painted and "…" not in painted
 
 
 async def test_customer_of_a_stored_thread_wins(tmp_path: Path) -> None:

@@ -57,12 +57,14 @@ class _ActStep:
         # What the inline extraction and gate established, carried into this step's update.
         self.gated: dict[str, Any] = {}
 
-    def refuse(self, call: ToolCall, text: str, *, kind: str = "tool_refused") -> None:
+    def refuse(self, call: ToolCall, text: str, note: str, *, kind: str = "tool_refused") -> None:
+        """Answer `call` with `text` (for the model) instead of running it; `note` says it
+        to the person watching: why it did not run, and what happens instead."""
         self.answers.append(tool_answer(call, text, error=True))
         args = {k: v for k, v in call["args"].items() if k != MALFORMED}
         report(
             self.runtime,
-            ToolCalled(self.spec.name, call["name"], args, "refused", text),
+            ToolCalled(self.spec.name, call["name"], args, "refused", text, note),
             kind=kind,
             agent=self.spec.name,
             detail={"tool": call["name"], "args": args, "reason": text},
@@ -81,21 +83,32 @@ class _ActStep:
                 call,
                 f"The arguments of your {name or 'tool'} call were not valid JSON "
                 f"({call['args'][MALFORMED][:120]}). Call it again with valid arguments.",
+                "its arguments were not valid JSON; the model was asked to call it again.",
             )
             return None
         tool = tools.get(name)
         if tool is None:
-            self.refuse(call, f"Unknown tool '{name}'. Use only the tools you were given.")
+            self.refuse(
+                call,
+                f"Unknown tool '{name}'. Use only the tools you were given.",
+                "the model named a tool it does not have, and was told to use its own.",
+            )
             return None
         if problem := _schema_problem(tool, call):
-            self.refuse(call, problem)
+            self.refuse(
+                call, problem, "its arguments did not fit the tool; the model was asked again."
+            )
             return None
         return tool
 
     def stage_refund(self, call: ToolCall, validated: dict[str, Any]) -> None:
         """A `process_refund` call passes the action gate, then waits for a human."""
         if self.approval is not None:
-            self.refuse(call, "Not executed: one refund at a time. Wait for the result above.")
+            self.refuse(
+                call,
+                "Not executed: one refund at a time. Wait for the result above.",
+                "one refund at a time, and another one waits for a decision.",
+            )
             return
         existing = self.runtime.context.shop.refund_for(validated["order_id"])
         decided = (self.state.get("refund_decisions") or {}).get(validated["order_id"])
@@ -117,7 +130,7 @@ class _ActStep:
             detail={**check.to_json(), "args": call["args"]},
         )
         if not ok:
-            self.refuse(call, f"Refused, not executed. {outcome}")
+            self.refuse(call, f"Refused, not executed. {outcome}", "the check above stopped it.")
             return
         self.approval = refund_approval_payload(
             call, validated, self.checks, self.runtime.context.customer
@@ -205,6 +218,7 @@ def make_act(spec: SpecialistSpec, extractor: Extractor) -> Any:
                     call,
                     f"You already called {name} with these arguments in this turn; its result "
                     "is above. Do not call it again.",
+                    "the same call already ran this turn; its result stands.",
                 )
                 continue
             if name not in ORDER_BOUND_TOOLS:
@@ -212,7 +226,7 @@ def make_act(spec: SpecialistSpec, extractor: Extractor) -> Any:
                 continue
             if validated is None:
                 why = state.get("gate_error") or "The request did not pass validation."
-                turn.refuse(call, f"Not executed. {why}")
+                turn.refuse(call, f"Not executed. {why}", "the request has not passed its checks.")
                 continue
             if name == "process_refund":
                 turn.stage_refund(call, validated)
@@ -224,6 +238,8 @@ def make_act(spec: SpecialistSpec, extractor: Extractor) -> Any:
                     f"Refused, not executed: {name} was called for '{asked}', but the order "
                     f"validated in this turn is {validated['order_id']}. Use "
                     f"{validated['order_id']}, or ask the customer about any other order.",
+                    f"it named '{asked}', and the order checked this turn is "
+                    f"{validated['order_id']}: the model was told to use that one.",
                 )
                 continue
             await turn.run(tool, call, {"order_id": validated["order_id"]})
@@ -244,6 +260,8 @@ async def _hand_off(
                 other,
                 f"Not executed: you handed the conversation to the {AGENT_TITLES[target]} in the "
                 "same message. Call one tool at a time.",
+                f"the model handed the conversation to the {AGENT_TITLES[target]} in the same "
+                "message.",
             )
     if state.get("handoffs", 0) >= MAX_HANDOFFS_PER_TURN:
         detail = f"{MAX_HANDOFFS_PER_TURN} hand-offs already in this turn"

@@ -64,7 +64,16 @@ async def run_tool(
         report(
             runtime,
             # (Strict: the caller tells the person what failed; no guidance to show.)
-            None if strict else ToolCalled(agent, tool.name, args, "failed", guidance),
+            None
+            if strict
+            else ToolCalled(
+                agent,
+                tool.name,
+                args,
+                "failed",
+                guidance,
+                f"{type(exc).__name__}; the model was told to try it once more.",
+            ),
             kind="tool_failed",
             agent=agent,
             detail={
