@@ -14,8 +14,6 @@ from shopbot_tui.chat.messages import EscalationClosed
 from shopbot_tui.chat.notices import (
     NO_ENGINE,
     STILL_ANSWERING,
-    STILL_LOADING,
-    STILL_OPENING,
     WAITS_FOR_DECISION,
 )
 from shopbot_tui.chat.stored_thread import export_transcript
@@ -36,6 +34,8 @@ class ChatCommands:
         self._chat = chat
         # The audit viewer's, kept between openings (see audit_connections).
         self._audit_connections: AuditConnections | None = None
+        # (thread id, text) of a message sent before its conversation could take it.
+        self._when_ready: tuple[str, str] | None = None
 
     def close(self) -> None:
         """The chat is going: close what the commands kept open."""
@@ -50,10 +50,13 @@ class ChatCommands:
         if not text:
             # Nothing typed (an Enter more, as after deciding in the dialog): nothing to say.
             return
-        if engine is None:
-            chat.notices.not_sent(STILL_LOADING if chat.engine_error is None else NO_ENGINE)
-        elif not chat.thread_ready:
-            chat.notices.not_sent(STILL_OPENING)
+        if engine is None and chat.engine_error is not None:
+            chat.notices.not_sent(NO_ENGINE)
+        elif engine is None or not chat.thread_ready:
+            # Sent once the conversation can take it (`send_when_ready`): refused, it had to
+            # be sent again, and the first thing a person does is type.
+            self._when_ready = (thread_id, text)
+            chat.notices.sending_when_ready(loading=engine is None)
         elif thread_id in chat.busy:
             chat.notices.not_sent(STILL_ANSWERING)
         elif chat.pending is not None:
@@ -66,6 +69,24 @@ class ChatCommands:
                 lambda: engine.run_turn(thread_id, text, customer=customer),
                 text=text,
             )
+
+    def send_when_ready(self) -> None:
+        """The open conversation can take a message: the one sent while the engine loaded or
+        the conversation opened goes now, if it is still in the box (cleared or changed
+        there, it was taken back). Another conversation opened meanwhile took it along as
+        its draft, unsent."""
+        chat = self._chat
+        waiting = self._when_ready
+        if waiting is None or chat.engine is None or not chat.thread_ready:
+            return  # (opened again meanwhile: once that opening is done)
+        self._when_ready = None
+        thread_id, text = waiting
+        if thread_id == chat.thread_id and chat.message_input.value.startswith(text):
+            self.send(text)
+
+    def forget_waiting_message(self) -> None:
+        """The engine could not start: the message stays in the box, unsent."""
+        self._when_ready = None
 
     def stop_reply(self) -> None:
         """Stop the open thread's running turn (esc): it ends with a note saying so, and

@@ -218,6 +218,7 @@ class ChatScreen(Screen[None]):
 
     async def engine_failed(self, error: str) -> None:
         self.engine_error = error
+        self.commands.forget_waiting_message()
         await self.chat_log.remove_children()
         await self.chat_log.mount(SystemNote(f"⚠ The engine could not start: {error}"))
         self.panel.show_agent(self.panel.agent, ENGINE_NOT_RUNNING)  # not "idle", as if ready

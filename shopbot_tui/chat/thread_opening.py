@@ -107,6 +107,7 @@ class ThreadOpener:
         if elsewhere:
             self._watch_elsewhere()
         await self._catch_up()
+        chat.commands.send_when_ready()
 
     def _watch_elsewhere(self) -> None:
         """Show the open thread again once the other process's turn on it has ended; the

@@ -480,8 +480,6 @@ async def test_loading_state_paints_before_the_engine(tmp_path: Path) -> None:
             await gate.wait()
             await super().start()
 
-    import asyncio
-
     gate = asyncio.Event()
     app = make_app(tmp_path, engine_class=SlowEngine)
     async with app.run_test(size=SIZE) as pilot:
@@ -491,14 +489,55 @@ async def test_loading_state_paints_before_the_engine(tmp_path: Path) -> None:
         assert "Loading the engine" in visible_text(loading)
         panel = app.chat.query_one(SidePanel)
         assert "Model    offline demo" in visible_text(panel.query_one("#model"))
-        await send(pilot, "hello", wait=False)
-        await pilot.pause()
-        assert any("still loading" in notice for notice in iter_notices(app, "warning"))
-        assert app.chat.query_one("#message", Input).value == "hello"
         gate.set()
         await settle(pilot)
         assert app.engine is not None
         assert notes(app)[0].startswith("New conversation")
+
+
+async def test_a_message_sent_while_the_engine_loads_goes_once_it_is_up(tmp_path: Path) -> None:
+    """It was refused ("still loading the engine; your message is kept"), to send again."""
+
+    class SlowEngine(ShopBotEngine):
+        async def start(self) -> None:
+            await gate.wait()
+            await super().start()
+
+    gate = asyncio.Event()
+    app = make_app(tmp_path, engine_class=SlowEngine)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await send(pilot, "Where is ORD-002?", wait=False)
+        await pilot.pause()
+        assert app.engine is None
+        assert list(iter_notices(app, "information")) == [
+            "Sending soon: ShopBot is still loading the engine; your message goes as soon as "
+            "it is up."
+        ]
+        assert not list(iter_notices(app, "warning"))
+        gate.set()
+        await settle(pilot)
+        assert transcript_on_screen(app)[1] == ("customer", "Where is ORD-002?")
+        assert "In Transit" in replies(app)[-1]
+        assert app.chat.message_input.value == ""
+
+
+async def test_a_message_taken_back_while_the_engine_loads_is_not_sent(tmp_path: Path) -> None:
+    class SlowEngine(ShopBotEngine):
+        async def start(self) -> None:
+            await gate.wait()
+            await super().start()
+
+    gate = asyncio.Event()
+    app = make_app(tmp_path, engine_class=SlowEngine)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await send(pilot, "Where is ORD-002?", wait=False)
+        app.chat.message_input.value = "Where is ORD-005?"  # changed: not what was sent
+        gate.set()
+        await settle(pilot)
+        assert [role for role, _ in transcript_on_screen(app)] == ["note"]
+        assert app.chat.message_input.value == "Where is ORD-005?"
 
 
 def test_the_app_module_does_not_import_langchain() -> None:
