@@ -58,7 +58,7 @@ class ApprovalFlow:
             step = ANSWERING_ELSEWHERE
         else:
             step = step_text("answering" if answering else "idle")
-        chat.panel.show_agent(agent, step)
+        chat.show_agent(agent, step)
         chat.sync_bindings()
         if pending is not None:
             self.ask(pending)

@@ -96,7 +96,7 @@ class ChatCommands:
         if engine is None:
             return
         if chat.turns.stop(thread_id, engine):
-            chat.panel.show_agent(chat.panel.agent, "stopping…")
+            chat.show_agent(chat.panel.agent, "stopping…")
         elif thread_id in chat.turns.busy and thread_id not in chat.turns.stopping:
             # Too late: said, or esc would seem broken.
             chat.notices.cannot_stop(paying=engine.paying_refund(thread_id))

@@ -16,10 +16,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input, LoadingIndicator
+from textual.widgets import Footer, Header, Input, LoadingIndicator
 from textual.worker import Worker, WorkerState
 
-from agents.facade import OFFLINE_MODEL_LABEL, Settings
+from agents.facade import OFFLINE_MODEL_LABEL, Settings, visible
 from shopbot_tui.chat.approval_flow import ApprovalFlow
 from shopbot_tui.chat.commands import ChatCommands
 from shopbot_tui.chat.decisions_waiting import DecisionsRead, DecisionsWaiting
@@ -51,6 +51,7 @@ from shopbot_tui.toasts import hide_covered_toasts
 from shopbot_tui.widgets.conversation import ChatLog, SystemNote
 from shopbot_tui.widgets.message_box import MessageBox
 from shopbot_tui.widgets.side_panel import ENGINE_NOT_RUNNING, SidePanel
+from shopbot_tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
     from agents.facade import ApprovalRequest, Escalation, ShopBotEngine
@@ -162,17 +163,39 @@ class ChatScreen(Screen[None]):
     # --- layout ---------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        # The conversation and its customer, at every width (the side panel folds away).
+        yield Header()
         with Horizontal(id="chat-body"):
             with Vertical(id="conversation"):
                 with ChatLog(id="chat-log"), Vertical(id="loading"):
                     yield SystemNote("Loading the engine… (LangChain and LangGraph)")
                     yield LoadingIndicator()
+                yield StatusLine(
+                    model_label=self.settings.model_label, offline=self.settings.offline
+                )
                 yield MessageBox(placeholder="Message ShopBot, Enter to send", id="message")
             yield SidePanel(model_label=self.settings.model_label, offline=self.settings.offline)
         yield Footer()
 
     def on_mount(self) -> None:
-        self.panel.show_session(self.thread_id, self.customer)
+        self.show_session(self.thread_id, self.customer)
+        self.show_agent(self.panel.agent, self.panel.step)
+
+    # --- what the screen shows of the open conversation, in the panel and at every width ---
+
+    def show_agent(self, agent: str, step: str | None = None) -> None:
+        """`agent` answers, now at `step` (worded by `step_text`; None: the step shown)."""
+        self.panel.show_agent(agent, step)
+        self.query_one(StatusLine).show_agent(agent, self.panel.step)
+
+    def show_session(self, thread_id: str, customer: str | None) -> None:
+        self.panel.show_session(thread_id, customer)
+        # (Header shows it as text: Content, never markup.)
+        self.sub_title = f"{visible(customer) if customer else 'no customer'} · {thread_id}"
+
+    def show_model(self, label: str, *, offline: bool) -> None:
+        self.panel.show_model(label, offline=offline)
+        self.query_one(StatusLine).show_model(label, offline=offline)
 
     def on_unmount(self) -> None:
         self.turns.release_all()
@@ -212,7 +235,7 @@ class ChatScreen(Screen[None]):
     async def attach_engine(self, engine: ShopBotEngine) -> None:
         """The engine is up: show its model and open the start-up thread."""
         self.engine = engine
-        self.panel.show_model(engine.model_label, offline=engine.model_label == OFFLINE_MODEL_LABEL)
+        self.show_model(engine.model_label, offline=engine.model_label == OFFLINE_MODEL_LABEL)
         await self.open_thread(self.thread_id, self.customer)
         self.waiting.start()
 
@@ -221,7 +244,7 @@ class ChatScreen(Screen[None]):
         self.commands.forget_waiting_message()
         await self.chat_log.remove_children()
         await self.chat_log.mount(SystemNote(f"⚠ The engine could not start: {error}"))
-        self.panel.show_agent(self.panel.agent, ENGINE_NOT_RUNNING)  # not "idle", as if ready
+        self.show_agent(self.panel.agent, ENGINE_NOT_RUNNING)  # not "idle", as if ready
         self.notices.engine_failed(error)
 
     async def open_thread(self, thread_id: str, customer: str | None) -> None:

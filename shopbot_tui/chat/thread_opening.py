@@ -40,8 +40,8 @@ class ThreadOpener:
         self.opening += 1
         chat.panel.show_gates([])
         # Until its state is read, not the step of the thread left behind ("answering").
-        chat.panel.show_agent(chat.panel.agent, "opening…")
-        chat.panel.show_session(thread_id, customer)
+        chat.show_agent(chat.panel.agent, "opening…")
+        chat.show_session(thread_id, customer)
         await chat.view.start_loading(chat.turns.replies_so_far.chunk(thread_id))
         chat.sync_bindings()
         opening = self.opening
@@ -87,7 +87,7 @@ class ThreadOpener:
             # Begun without a customer, it goes on without one (the engine names none now).
             chat.notices.thread_of_another_customer(chat.thread_id, None, chat.customer)
             chat.customer_refused, chat.customer = chat.customer, None
-        chat.panel.show_session(chat.thread_id, chat.customer)
+        chat.show_session(chat.thread_id, chat.customer)
         await chat.view.show_history(message.lines, message.hidden_lines, chat.customer)
         chat.drafts.loaded(
             chat.thread_id, message.draft, started=started, new_draft=message.new_draft

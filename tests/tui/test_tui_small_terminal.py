@@ -18,7 +18,7 @@ from shopbot_tui.audit.screen import AuditViewerScreen
 from shopbot_tui.chat.approval_screen import ApprovalScreen
 from shopbot_tui.chat.screen import ChatScreen
 from shopbot_tui.threads.screen import ThreadsScreen
-from shopbot_tui.widgets.conversation import AssistantReply
+from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage
 from tests.support.tui import (
     GatedModel,
     frame_text,
@@ -280,3 +280,51 @@ async def test_an_escalated_conversations_footer_fits_80_columns_while_a_reply_i
             assert key in footer_line(app), footer_line(app)
         model.resume()
         await settle(pilot)
+
+
+@pytest.mark.parametrize("size", [(44, 14), (70, 20), (80, 24), (120, 40)])
+async def test_the_agent_its_step_and_the_model_show_at_every_width(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """Below 90 columns the side panel hid, and with it the live agent and step."""
+    model = GatedModel()
+    app = make_app(tmp_path, thread_id="t-w", customer="Sam", model=model)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        status = app.chat.query_one("#status")
+        assert painted_text(app, status).strip().startswith("▸ Order agent · idle")
+        box = app.chat.message_input
+        box.value = REFUND
+        box.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, model.held.is_set, "the model to be asked")
+        await pilot.pause()
+        shown = painted_text(app, status).strip()
+        assert shown.startswith("▸ ") and " · " in shown, shown
+        assert app.chat.panel.step in shown, (app.chat.panel.step, shown)
+        model.open()
+        await settle(pilot)
+        await pilot.press("escape")  # the approval, for later
+        await settle(pilot)
+        line = painted_text(app, status).strip()
+        expected = "▸ Refund agent · waiting for approval · offline demo"
+        # Cut at its end when narrow: the agent and its step first.
+        assert expected.startswith(line.rstrip("…")) and len(line) >= len("▸ Refund agent"), line
+        if size[0] >= 70:
+            assert line == expected
+        # The header names the conversation and its customer.
+        assert "ShopBot — Sam · t-w" in frame_text(app).splitlines()[0]
+
+
+async def test_bubbles_keep_a_readable_width_on_a_wide_terminal(tmp_path: Path) -> None:
+    """At 200 columns a reply and a message ran 150 columns wide."""
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is my order? " * 12 + "ORD-002")
+        for widget in (app.chat.query_one(CustomerMessage), app.chat.query_one(AssistantReply)):
+            assert widget.region.width <= 100, (widget, widget.region)
+        # One column: the message ends where the reply begins plus the same width.
+        message = app.chat.query_one(CustomerMessage).region
+        reply = app.chat.query_one(AssistantReply).region
+        assert message.right - reply.x == 100 + 12, (message, reply)
