@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, LoadingIndicator
@@ -24,6 +24,7 @@ from shopbot_tui.chat.approval_flow import ApprovalFlow
 from shopbot_tui.chat.commands import ChatCommands
 from shopbot_tui.chat.decisions_waiting import DecisionsRead, DecisionsWaiting
 from shopbot_tui.chat.drafts import Drafts
+from shopbot_tui.chat.keys import CHAT_BINDINGS, KeyState
 from shopbot_tui.chat.log_view import ThreadView
 from shopbot_tui.chat.messages import (
     AgentSwitched,
@@ -71,67 +72,7 @@ class ChatScreen(Screen[None]):
         (0, "-narrow"),
         (NARROW_BELOW, "-wide"),
     ]
-    # Short descriptions, and copy/export only in the command palette (ctrl+p), so the keys
-    # that matter (and the app's ctrl+q) fit the footer of an 80- or even 70-column terminal.
-    BINDINGS: ClassVar[list[BindingType]] = [
-        # Tooltips read on from the description (the keys panel shows them side by side).
-        Binding(
-            "ctrl+n",
-            "new_thread",
-            "New",
-            tooltip="A conversation for the same customer",
-            id="chat.new_thread",
-        ),
-        Binding(
-            "ctrl+t",
-            "threads",
-            "Conversations",
-            tooltip="Open or start a conversation",
-            id="chat.threads",
-        ),
-        Binding("ctrl+r", "decide", "Decide", tooltip="Reopen the approval", id="chat.decide"),
-        # Not in the footer: the side panel (or a notification) says when it has work.
-        Binding(
-            "ctrl+o",
-            "next_decision",
-            "Next decision",
-            show=False,
-            tooltip="Open the conversation waiting longest for a decision",
-            id="chat.next_decision",
-        ),
-        # In the footer only while the open conversation is escalated (check_action).
-        Binding(
-            "ctrl+g",
-            "escalation_handled",
-            "Handled",
-            tooltip="Mark this conversation's escalation handled (your name goes in the log)",
-            id="chat.escalation_handled",
-        ),
-        Binding(
-            "ctrl+l",
-            "audit_log",
-            "Audit",
-            tooltip="Log of every check and decision",
-            id="chat.audit_log",
-        ),
-        Binding("ctrl+y", "copy_reply", "Copy reply", show=False, id="chat.copy_reply"),
-        Binding("ctrl+s", "export_chat", "Export", show=False, id="chat.export"),
-        # In the footer only while the open conversation's turn runs (check_action): esc
-        # stopping a reply was found only by sending a second message while it was written.
-        # With "^g Handled" too (the longest footer) it fits 80 columns, the keys set closer
-        # below 90 (chat.tcss); at 70, "^q Quit" is off the footer until the reply ends (as
-        # beside "^r Decide" and "^g Handled"): shorter words read worse at every width.
-        Binding(
-            "escape",
-            "stop_reply",
-            "Stop reply",
-            tooltip="Its unfinished text goes; the conversation carries on",
-            id="chat.stop_reply",
-        ),
-        Binding("ctrl+b", "toggle_panel", "Side panel", show=False, id="chat.toggle_panel"),
-        Binding("pageup", "scroll_chat(-1)", "Scroll up", show=False, id="chat.page_up"),
-        Binding("pagedown", "scroll_chat(1)", "Scroll down", show=False, id="chat.page_down"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = list(CHAT_BINDINGS)  # (keys.py)
 
     def __init__(self, settings: Settings, *, thread_id: str, customer: str | None) -> None:
         super().__init__()
@@ -149,7 +90,7 @@ class ChatScreen(Screen[None]):
         # The open thread's escalation no person has handled yet, as last read (its thread
         # may be one left since: see `escalated_here`).
         self.escalation: Escalation | None = None
-        self._binding_state: tuple[bool, ...] | None = None
+        self._key_state: KeyState | None = None
         self.turns = TurnWorkers(self)
         self.notices = ChatNotices(self)
         self.view = ThreadView(lambda: self.chat_log, self.notices)
@@ -328,18 +269,23 @@ class ChatScreen(Screen[None]):
 
     def sync_bindings(self) -> None:
         """Refresh the footer only when what `check_action` looks at changed: a refresh
-        recomposes the whole Footer (40 ms and a layout), and turns change state many times.
-        So "copy reply" is always on (it says when there is nothing to copy): dimming it until
-        the first reply cost that recompose at the end of the first reply's stream."""
-        state = (
-            self.engine is not None,
-            self.pending is not None,
-            self.escalated_here,
-            self.reply_running,
-        )
-        if state != self._binding_state:
-            self._binding_state = state
+        recomposes the whole Footer (40 ms and a layout), and turns change state many times."""
+        state = self.key_state()
+        if state != self._key_state:
+            self._key_state = state
             self.refresh_bindings()
+
+    def key_state(self) -> KeyState:
+        return KeyState(
+            engine=self.engine is not None,
+            pending=self.pending is not None,
+            escalated=self.escalated_here,
+            reply_running=self.reply_running,
+            reply=bool(self.last_reply),
+            waiting_elsewhere=bool(self.waiting.elsewhere),
+            panel_hidden=not self.panel.display,
+            wide=self.size.width >= NARROW_BELOW,
+        )
 
     @property
     def escalated_here(self) -> bool:
@@ -353,15 +299,7 @@ class ChatScreen(Screen[None]):
         return self.thread_id in turns.busy and self.thread_id not in turns.stopping
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "stop_reply":
-            return self.reply_running
-        if action == "decide":
-            return self.pending is not None
-        if action == "escalation_handled":
-            return self.escalated_here
-        if action in ("new_thread", "threads", "export_chat", "next_decision"):
-            return True if self.engine is not None else None
-        return True
+        return self.key_state().check(action, parameters)
 
     async def action_new_thread(self) -> None:
         await self.commands.new_thread()
@@ -373,7 +311,7 @@ class ChatScreen(Screen[None]):
         if self.pending is not None:
             self.approvals.ask(self.pending)
 
-    def action_next_decision(self) -> None:
+    def action_next_decision(self, _unshown: str = "") -> None:
         self.waiting.look(open_next=True)
 
     def action_escalation_handled(self) -> None:
@@ -387,10 +325,10 @@ class ChatScreen(Screen[None]):
         self.commands.stop_reply()
         self.sync_bindings()  # stopping: esc has done what it can
 
-    def action_copy_reply(self) -> None:
+    def action_copy_reply(self, _unshown: str = "") -> None:
         self.commands.copy_reply()
 
-    def action_export_chat(self) -> None:
+    def action_export_chat(self, _unshown: str = "") -> None:
         self.commands.export()
 
     @on(ChatExported)
@@ -400,9 +338,14 @@ class ChatScreen(Screen[None]):
     def action_audit_log(self) -> None:
         self.commands.open_audit_log()
 
-    def action_toggle_panel(self) -> None:
+    def action_toggle_panel(self, _unshown: str = "") -> None:
         # Set on the widget, so it outlasts the width breakpoints (CSS) until toggled again.
         self.panel.display = not self.panel.display
+        self.sync_bindings()  # "^b Panel" while it is hidden
+
+    def on_resize(self, _event: events.Resize) -> None:
+        # (After the breakpoints' classes have hidden or shown the side panel.)
+        self.call_after_refresh(self.sync_bindings)
 
     def action_scroll_chat(self, direction: int) -> None:
         if direction < 0:

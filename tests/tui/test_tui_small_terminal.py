@@ -187,7 +187,7 @@ async def test_the_keys_panel_shows_shopbots_keys_and_leaves_the_chat_its_width(
         await pilot.pause()
         shown = painted_text(app, app.chat.query_one(HelpPanel))
         # ("Stop reply" is listed while a reply is written: nothing runs now.)
-        for key in ("Send", "Copy reply", "Export", "Side panel", "Scroll up"):
+        for key in ("Send", "^y Copy", "^s Export", "^b Panel", "Scroll up"):
             assert key in shown, (key, shown)
         assert "Delete character left" not in shown, shown
         # Each key's tooltip reads on from its name, shown beside it: not "New New conversation".
@@ -328,3 +328,52 @@ async def test_bubbles_keep_a_readable_width_on_a_wide_terminal(tmp_path: Path) 
         message = app.chat.query_one(CustomerMessage).region
         reply = app.chat.query_one(AssistantReply).region
         assert message.right - reply.x == 100 + 12, (message, reply)
+
+
+@pytest.mark.parametrize(
+    ("size", "keys"), [((80, 24), ["^y Copy", "^b Panel"]), ((120, 40), ["^y Copy", "^s Export"])]
+)
+async def test_the_footer_shows_copy_export_and_the_panel_key_when_they_apply(
+    tmp_path: Path, size: tuple[int, int], keys: list[str]
+) -> None:
+    """`^n ^t ^l ^q` only: ctrl+y, ctrl+s and ctrl+b never showed."""
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        footer = footer_line(app)
+        assert "Copy" not in footer and "Export" not in footer  # nothing to copy yet
+        await pilot.press("ctrl+y")  # still a key, saying why nothing happened
+        assert app.notices[-1][2] == "There is no reply to copy yet."
+        await send(pilot, "Where is ORD-002?")
+        footer = footer_line(app)
+        for key in [*keys, "^q Quit"]:
+            assert key in footer, footer
+        if size[0] < 90:
+            await pilot.press("ctrl+b")  # shown: the key leaves the footer, and hides it again
+            await settle(pilot)
+            assert app.chat.panel.display and "^b Panel" not in footer_line(app)
+            await pilot.press("ctrl+b")
+            await settle(pilot)
+            assert not app.chat.panel.display and "^b Panel" in footer_line(app)
+
+
+async def test_ctrl_o_is_in_the_footer_while_another_conversation_waits(tmp_path: Path) -> None:
+    """The side panel said "ctrl+o opens it", and the footer did not have it."""
+    app = make_app(tmp_path, thread_id="t-sam", customer="Sam")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await send(pilot, REFUND)
+        await pilot.press("escape")  # decided later: it waits
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        app.chat.waiting.look()
+        await settle(pilot)
+        footer = footer_line(app)
+        assert "^o Next decision" in footer and "^q Quit" in footer, footer
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.chat.thread_id == "t-sam"
+        footer = footer_line(app)
+        assert "^o Next decision" not in footer and "^r Decide" in footer, footer
