@@ -13,7 +13,7 @@ from agents.facade import ShopBotEngine
 from shopbot_tui import launch
 from shopbot_tui.cli import main as cli
 from shopbot_tui.collector import pause_for_start_up
-from tests.cli.test_cli_main import home  # noqa: F401  (the fixture: SHOPBOT_HOME in tmp_path)
+from tests.cli.conftest import home  # noqa: F401  (the fixture: SHOPBOT_HOME in tmp_path)
 from tests.support.tui import make_app, settle, wait_until
 
 
