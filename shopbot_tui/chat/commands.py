@@ -145,7 +145,6 @@ class ChatCommands:
                 waiting=engine.waiting_for_decision,
                 count_threads=engine.count_threads,
                 current_thread=chat.thread_id,
-                customer=chat.customer,
                 settings=chat.settings,
                 view=view,
             ),

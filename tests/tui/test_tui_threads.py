@@ -699,31 +699,25 @@ async def test_the_new_conversation_button_names_the_customer_it_starts_for(
         screen = await thread_list(pilot)
         await pilot.press(*"Jordan")  # over the list: the filter
         await pilot.pause()
-        assert "New for Sam" in painted_text(app, screen.query_one("#new"))
+        assert "New conversation" in painted_text(app, screen.query_one("#new"))
         box = screen.query_one("#new-customer", Input)
         box.focus()
-        box.value = ""
-        await pilot.pause()
-        assert "New conversation" in painted_text(app, screen.query_one("#new"))
         await pilot.press(*"[b]Jordan")
         await pilot.pause()
         assert "New for [b]Jordan" in painted_text(app, screen.query_one("#new"))
 
 
-async def test_typing_while_the_new_button_has_the_focus_filters_the_list(
+async def test_typing_over_the_list_filters_it_and_keys_with_actions_keep_them(
     tmp_path: Path,
 ) -> None:
-    """Tabbed to "New for Sam", a person types to find a conversation: the letters went
-    nowhere. They go to the filter now, and the button's keys and the list's still work."""
+    """A person types to find a conversation: the letters go to the filter, and the list's
+    keys still work; the New button (clicked, or ctrl+n) starts a conversation."""
     app = make_app(tmp_path, thread_id="t-one", customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         screen = await list_of_two(pilot)
         table = screen.query_one("#threads", DataTable)
-        button = screen.query_one("#new", Button)
         await wait_until(pilot, lambda: table.row_count == 2, "the list loaded")
         table.focus()
-        await pilot.press("tab", "tab")  # past the customer's name, to the button
-        assert app.focused is button
         await pilot.press(*"002")
         await pilot.pause()
         box = screen.query_one("#filter", Input)
@@ -732,21 +726,65 @@ async def test_typing_while_the_new_button_has_the_focus_filters_the_list(
 
         # A printable key with an action (here through a keymap) keeps it.
         app.set_keymap({"threads.close": "escape,q"})
-        button.focus()
+        table.focus()
         await pilot.press("q")
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
         assert box.value == "002"
 
-        # And enter on the button still starts a conversation, for the customer it names.
+        # And the button still starts a conversation, for the customer it names.
         app.set_keymap({})
         before = app.chat.thread_id
         screen = await thread_list(pilot)
-        screen.query_one("#new", Button).focus()
-        await pilot.press("enter")
+        screen.query_one("#new-customer", Input).value = "Sam"
+        await pilot.click("#new")
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
         assert app.chat.thread_id not in (before, "t-one") and app.chat.customer == "Sam"
+
+
+async def test_enter_in_the_filter_opens_the_selected_match(tmp_path: Path) -> None:
+    """Enter in the filter moved the focus to the list: a single match took two enters, and
+    down did nothing there."""
+    app = make_app(tmp_path, thread_id="t-one", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await list_of_two(pilot)
+        newest = app.chat.thread_id
+        table = screen.query_one("#threads", DataTable)
+        await wait_until(pilot, lambda: table.row_count == 2, "the list loaded")
+        await pilot.press(*"ORD-002", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen) and app.chat.thread_id == "t-one"
+
+        # The arrows move the selection from the filter.
+        screen = await thread_list(pilot)
+        table = screen.query_one("#threads", DataTable)
+        await wait_until(pilot, lambda: table.row_count == 2, "the list loaded")
+        await pilot.press("ctrl+f", "down")
+        assert app.focused is screen.query_one("#filter", Input)
+        assert table.cursor_row == 1
+        await pilot.press("up")
+        assert table.cursor_row == 0
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen) and app.chat.thread_id == newest
+
+
+async def test_the_customer_box_is_one_shift_tab_away_and_starts_empty(tmp_path: Path) -> None:
+    """It took two shift+tabs from the filter (the New button came first), and it held the
+    name of the customer served last."""
+    app = make_app(tmp_path, thread_id="t-sam", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await thread_list(pilot)
+        box = screen.query_one("#new-customer", Input)
+        assert box.value == ""
+        assert "New conversation" in painted_text(app, screen.query_one("#new"))
+        await pilot.press("ctrl+f", "shift+tab")
+        assert app.focused is box
+        screen.query_one("#threads", DataTable).focus()
+        await pilot.press("tab")
+        assert app.focused is box
 
 
 def seed_queues(app: Any) -> None:
