@@ -22,6 +22,7 @@ from shopbot_tui.ids import new_thread_id
 if TYPE_CHECKING:
     from agents.facade import ShopBotEngine
     from shopbot_tui.audit.connections import AuditConnections
+    from shopbot_tui.audit.screen import OpenAt
     from shopbot_tui.chat.screen import ChatScreen
     from shopbot_tui.threads.views import ViewName
 
@@ -228,14 +229,16 @@ class ChatCommands:
             callback=self._open_from_audit,
         )
 
-    async def _open_from_audit(self, thread_id: str | None) -> None:
+    async def _open_from_audit(self, at: OpenAt | None) -> None:
+        """Open the conversation of the event `o` was pressed on, scrolled to that moment
+        (it opened at its end), the open one too."""
         chat = self._chat
-        if thread_id is None or thread_id == chat.thread_id or (engine := self._engine()) is None:
+        if at is None or (engine := self._engine()) is None:
             return
-        info = await asyncio.to_thread(engine.thread, thread_id)
+        info = await asyncio.to_thread(engine.thread, at.thread_id)
         if info is None:
             # Events outlive their conversation's listing (another ShopBot home's threads
             # file, a test run): opening it would start an empty conversation of that name.
-            chat.notices.thread_not_listed(thread_id)
+            chat.notices.thread_not_listed(at.thread_id)
             return
-        await chat.open_thread(thread_id, info.customer)
+        await chat.open_thread(at.thread_id, info.customer, at=at.ts)

@@ -188,9 +188,12 @@ class ChatScreen(Screen[None]):
         self.show_agent(self.panel.agent, ENGINE_NOT_RUNNING)  # not "idle", as if ready
         self.notices.engine_failed(error)
 
-    async def open_thread(self, thread_id: str, customer: str | None) -> None:
-        """Show `thread_id` (its whole stored history) and make it the one messages go to."""
-        await self.opener.open(thread_id, customer)
+    async def open_thread(
+        self, thread_id: str, customer: str | None, *, at: str | None = None
+    ) -> None:
+        """Show `thread_id` (its whole stored history) and make it the one messages go to;
+        `at` (a time, ISO-8601 UTC): scrolled to what was said then, not to its end."""
+        await self.opener.open(thread_id, customer, at=at)
 
     @on(ThreadLoaded)
     async def _thread_loaded(self, message: ThreadLoaded) -> None:

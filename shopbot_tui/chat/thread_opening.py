@@ -28,9 +28,12 @@ class ThreadOpener:
         self.ready = False
         # Counts openings: the history read for each carries its number.
         self.opening = 0
+        # The moment the opening is to show (an audit event's): None, the end.
+        self._at: str | None = None
 
-    async def open(self, thread_id: str, customer: str | None) -> None:
+    async def open(self, thread_id: str, customer: str | None, *, at: str | None = None) -> None:
         chat = self._chat
+        self._at = at
         await chat.view.leave()
         if thread_id != chat.thread_id:
             chat.drafts.leave(chat.thread_id, thread_id)
@@ -89,6 +92,8 @@ class ThreadOpener:
             chat.customer_refused, chat.customer = chat.customer, None
         chat.show_session(chat.thread_id, chat.customer)
         await chat.view.show_history(message.lines, message.hidden_lines, chat.customer)
+        if self._at is not None:
+            chat.view.show_moment(self._at)
         chat.drafts.loaded(
             chat.thread_id, message.draft, started=started, new_draft=message.new_draft
         )

@@ -567,6 +567,38 @@ async def test_a_conversation_whose_stored_state_is_damaged_says_so_and_the_app_
         assert "In Transit" in replies(app)[-1]
 
 
+async def test_an_audit_event_opens_its_conversation_at_that_moment(tmp_path: Path) -> None:
+    """`o` opened the conversation at its end (the open one: not at all), however long ago
+    the event was."""
+    app = make_app(tmp_path, thread_id="t-long", customer="Sam")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-0O2?")  # a check fails: the event to look at
+        for _ in range(6):
+            await send(pilot, "Where is ORD-005?")
+        log = app.chat.chat_log
+        assert log.max_scroll_y > 0 and log.scroll_y == log.max_scroll_y
+        await pilot.press("ctrl+l")
+        await settle(pilot)
+        viewer = app.screen
+        assert isinstance(viewer, AuditViewerScreen)
+        table = viewer.query_one(AuditEventTable)
+        (failed,) = [event for event in table.events if event.kind == "gate_failed"]
+        assert table.move_to_event(failed.id)
+        await pilot.press("o")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen) and app.chat.thread_id == "t-long"
+        marked = app.chat.query(".-at-event")
+        assert len(marked) == 1
+        shown = log.content_region
+        # The moment is at the top of the view, the conversation's end out of sight below.
+        assert shown.contains_region(marked.first().region) or (
+            marked.first().region.y == shown.y
+        ), (marked.first().region, shown)
+        assert log.scroll_y < log.max_scroll_y
+        assert "ORD-0O2" in painted_text(app, log)
+
+
 async def test_an_emptied_audit_log_is_named_and_the_viewer_does_not_fill_it_anew(
     tmp_path: Path,
 ) -> None:
