@@ -19,6 +19,7 @@ from textual.content import Content
 from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.theme import Theme
+from textual.widgets import HelpPanel
 
 from agents.facade import (
     MessageRejected,
@@ -67,6 +68,17 @@ class ShopBotApp(App[int]):
     COMMANDS: ClassVar = App.COMMANDS | {ShopBotCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
+        # Only while the keys panel shows (check_action): esc closed nothing, and the panel
+        # stayed until the palette's Keys was chosen a second time. Before the screen's own
+        # esc (priority), which would go back or stop a reply instead.
+        Binding(
+            "escape",
+            "hide_help_panel",
+            "Close keys",
+            show=False,
+            priority=True,
+            id="app.hide_keys",
+        ),
     ]
 
     def __init__(
@@ -207,6 +219,11 @@ class ShopBotApp(App[int]):
             return
         text = Content.from_markup(message) if markup else Content(message)
         dialog.show_notice(text, title=title, severity=severity, timeout=timeout)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "hide_help_panel":
+            return bool(self.screen.query(HelpPanel))
+        return True
 
     def action_show_help_panel(self) -> None:
         super().action_show_help_panel()

@@ -93,7 +93,12 @@ def _facts(request: ApprovalRequest) -> list[tuple[str, str]]:
             ("Reason", "reason"),
         ]
     else:
-        keys = [("Customer", "customer"), ("Sentiment", "sentiment"), ("Summary", "issue_summary")]
+        keys = [
+            ("Order", "order_id"),
+            ("Customer", "customer"),
+            ("Sentiment", "sentiment"),
+            ("Summary", "issue_summary"),
+        ]
     facts = []
     for label, key in keys:
         value: Any = payload.get(key)
@@ -113,14 +118,48 @@ def _facts(request: ApprovalRequest) -> list[tuple[str, str]]:
 
 LABEL_WIDTH = 10
 
+# What each answer to a complaint does, for the person choosing (the words the customer then
+# reads are the graph's, agents/graph/replies.py): "Compensate" said nothing of what it gives.
+COMPLAINT_EFFECTS: dict[str, str] = {
+    "escalate_to_senior": (
+        "a senior agent is to contact the customer within 2 business hours; the "
+        "conversation stays escalated until someone marks it handled"
+    ),
+    "provide_compensation": (
+        "the customer is told the team will be in touch within 24 hours with a resolution "
+        "that includes compensation; ShopBot pays nothing itself, the team decides what"
+    ),
+    "close_ticket": "the customer is thanked, the feedback is recorded, and the complaint closed",
+}
+
+
+def effects(request: ApprovalRequest) -> list[tuple[str, str]]:
+    """(option's title, what choosing it does) for the options that need saying."""
+    if request.kind != "complaint_review":
+        return []
+    return [
+        (option_title(option), COMPLAINT_EFFECTS[option])
+        for option in request.options
+        if option in COMPLAINT_EFFECTS
+    ]
+
 
 class Facts(Static):
     """What is asked, a label and a value a line; a long value (a complaint's summary) wraps
     under its value, not under the labels."""
 
-    def __init__(self, facts: list[tuple[str, str]], *, id: str) -> None:
+    def __init__(
+        self,
+        facts: list[tuple[str, str]],
+        *,
+        id: str,
+        label_width: int = LABEL_WIDTH,
+        value_style: str = "bold",
+    ) -> None:
         super().__init__(id=id, markup=False)
         self._facts = facts
+        self._label_width = label_width
+        self._value_style = value_style
 
     def show(self, facts: list[tuple[str, str]]) -> None:
         self._facts = facts
@@ -133,14 +172,19 @@ class Facts(Static):
         return Content("\n").join(self._lines(self.content_region.width or 70))
 
     def _lines(self, width: int) -> list[Content]:
-        wrap_at = max(width - LABEL_WIDTH, 10)
+        label_width = self._label_width
+        wrap_at = max(width - label_width, 10)
         lines: list[Content] = []
         for label, value in self._facts:
-            wrapped = Content.styled(visible(value), "bold").wrap(wrap_at) or [Content("")]
-            lines.append(Content.assemble((f"{label:<{LABEL_WIDTH}}", "dim"), wrapped[0]))
-            lines.extend(Content.assemble(" " * LABEL_WIDTH, line) for line in wrapped[1:])
+            wrapped = Content.styled(visible(value), self._value_style).wrap(wrap_at)
+            wrapped = wrapped or [Content("")]
+            lines.append(Content.assemble((f"{label:<{label_width}}", "dim"), wrapped[0]))
+            lines.extend(Content.assemble(" " * label_width, line) for line in wrapped[1:])
         return lines
 
+
+# "Senior review" and a space: the effects' labels are the buttons' titles.
+EFFECT_LABEL_WIDTH = 15
 
 # Notifications said at once in the dialog, at most; and their severities, mildest first.
 NOTICES_SHOWN = 2
@@ -242,6 +286,14 @@ class ApprovalScreen(ModalScreen[str | None]):
                 yield Facts(_facts(self.request), id="approval-facts")
                 yield Static(Content("Checks that led here"), classes="section-title")
                 yield Static(self._gates_content(), id="approval-gates")
+                if answers := effects(request):
+                    yield Static(Content("What each answer does"), classes="section-title")
+                    yield Facts(
+                        answers,
+                        id="approval-effects",
+                        label_width=EFFECT_LABEL_WIDTH,
+                        value_style="",
+                    )
             with Vertical(id="approval-footer"):
                 yield Static(id="approval-notice", markup=False)
                 with Horizontal(id="approval-options"):

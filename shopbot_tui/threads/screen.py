@@ -390,6 +390,9 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         empty = self.query_one("#threads-empty", Static)
         empty.display = not table.row_count
         empty.update(empty_text(VIEW_NAMED[self._view], needle))
+        # An empty view is its words, where the rows would be (threads.tcss): under a blank
+        # table that filled the dialog, they were easy to miss at the bottom.
+        self.query_one("#threads-dialog").set_class(not table.row_count, "-empty")
         self.query_one("#threads-dialog").border_subtitle = self._subtitle()
 
     def _subtitle(self) -> Content:

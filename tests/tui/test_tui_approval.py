@@ -249,6 +249,27 @@ async def test_the_dialog_reads_the_ledger_when_it_opens(tmp_path: Path) -> None
         assert app.engine is not None and len(app.engine.shop.refunds()) == 1
 
 
+async def test_the_complaint_dialog_names_the_order_and_what_each_answer_does(
+    tmp_path: Path,
+) -> None:
+    """It had no order, and "Compensate" said nothing of what it gives."""
+    app = make_app(tmp_path, customer="Alex")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-001?")
+        screen = await dialog_after(
+            pilot, "This is unacceptable! ORD-001 is broken and nobody answers my emails!!!"
+        )
+        facts = visible_text(screen.query_one("#approval-facts"))
+        assert facts.splitlines()[0].split() == ["Order", "ORD-001"], facts
+        effects = " ".join(visible_text(screen.query_one("#approval-effects")).split())
+        assert "Compensate the customer is told the team will be in touch within 24 hours" in (
+            effects
+        )
+        assert "ShopBot pays nothing itself" in effects
+        assert "Senior review a senior agent" in effects and "Close ticket" in effects
+
+
 async def test_modal_reappears_after_restart(tmp_path: Path) -> None:
     first = make_app(tmp_path, thread_id="t-restart", customer="Sam")
     async with first.run_test(size=SIZE) as pilot:

@@ -377,3 +377,18 @@ async def test_ctrl_o_is_in_the_footer_while_another_conversation_waits(tmp_path
         assert app.chat.thread_id == "t-sam"
         footer = footer_line(app)
         assert "^o Next decision" not in footer and "^r Decide" in footer, footer
+
+
+async def test_esc_closes_the_keys_panel(tmp_path: Path) -> None:
+    """It stayed until the palette's Keys was chosen again; esc did nothing."""
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p", *"keys")
+        await settle(pilot)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(app.chat.query(HelpPanel)), "the keys panel")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not app.chat.query(HelpPanel), "no keys panel")
+        assert app.chat.panel.region.width > 0  # the side panel is back
+        assert isinstance(app.screen, ChatScreen)

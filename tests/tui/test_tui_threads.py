@@ -802,6 +802,32 @@ async def test_enter_in_the_filter_opens_the_selected_match(tmp_path: Path) -> N
         assert isinstance(app.screen, ChatScreen) and app.chat.thread_id == newest
 
 
+async def test_an_empty_view_says_so_where_its_rows_would_be(tmp_path: Path) -> None:
+    """The Waiting view with nothing in it was a blank table filling the dialog, its one line
+    of words at the bottom, easy to miss."""
+    app = make_app(tmp_path, thread_id="t-sam", customer="Sam")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?")
+        screen = await thread_list(pilot)
+        await pilot.press("ctrl+t")  # the next view: Waiting for a decision
+        await settle(pilot)
+        table = screen.query_one("#threads", DataTable)
+        empty = screen.query_one("#threads-empty")
+        assert table.row_count == 0 and table.region.height <= 2, table.region
+        assert "No conversation is waiting for a decision." in painted_text(app, empty)
+        middle = empty.region.y + empty.region.height // 2
+        words = next(
+            y
+            for y, line in enumerate(painted_text(app, empty).splitlines(), start=empty.region.y)
+            if "No conversation" in line
+        )
+        assert abs(words - middle) <= 1, (words, middle)
+        await pilot.press("ctrl+t", "ctrl+t", "ctrl+t")  # back to All: its rows again
+        await settle(pilot)
+        assert table.row_count == 1 and table.region.height > 2
+
+
 async def test_the_customer_box_is_one_shift_tab_away_and_starts_empty(tmp_path: Path) -> None:
     """It took two shift+tabs from the filter (the New button came first), and it held the
     name of the customer served last."""

@@ -27,7 +27,7 @@ from agents.events import (
     StepChanged,
 )
 from agents.graph.context import ShopContext
-from agents.graph.history import tool_answer
+from agents.graph.history import latest_customer_words, tool_answer
 from agents.graph.replies import COMPLAINT_DECISIONS, REFUND_DECISIONS
 from agents.graph.reporting import report
 from agents.graph.specialists.endings import close_complaint
@@ -37,6 +37,7 @@ from agents.graph.state import SpecialistState
 from agents.graph.tools.domain import process_refund
 from agents.safety.redaction import redact
 from agents.store.sqlite import StorageError
+from gates import order_ids_meant
 
 log = logging.getLogger("shopbot.engine")
 
@@ -251,6 +252,13 @@ def _ask_again_after_failure(
     return Command(goto="await_approval", update={"approval": asked})
 
 
+def complaint_order(state: SpecialistState) -> str | None:
+    """The order a complaint is about, for its reviewer: the one the conversation is on, or
+    else the first the complaint names (as written, not looked up: only a person reads it)."""
+    named = order_ids_meant(latest_customer_words(state["messages"]))
+    return state.get("order_id") or (named[0] if named else None)
+
+
 def complaint_review_payload(state: SpecialistState, customer: str | None) -> dict[str, Any]:
     validated = state.get("validated") or {}
     return {
@@ -259,6 +267,7 @@ def complaint_review_payload(state: SpecialistState, customer: str | None) -> di
         "issue_summary": validated.get("issue_summary", ""),
         "sentiment": validated.get("sentiment", ""),
         "customer": customer,
+        "order_id": complaint_order(state),
         "gates": state.get("gate_checks", []),
         "options": list(COMPLAINT_OPTIONS),
     }
