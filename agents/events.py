@@ -128,6 +128,9 @@ class ToolCalled:
     args: dict[str, Any]
     outcome: Literal["executed", "refused", "failed"]
     detail: str = ""
+    # What the person watching is told (`detail` is written for the model): why it did not
+    # run, and what happens instead.
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -309,7 +312,13 @@ def from_wire(data: object) -> EngineEvent | None:
         return None
 
 
-def _first_sentence(text: str, width: int = 90) -> str:
+# A note shows its sentence whole (wrapped on screen): a check's "…format ORD-XXX (three
+# digits, example: ORD…" was cut mid-example. This many characters at most, for text that
+# quotes what a model wrote (an "order id" of a thousand characters).
+NOTE_SENTENCE_CHARS = 400
+
+
+def _first_sentence(text: str, width: int = NOTE_SENTENCE_CHARS) -> str:
     sentence = " ".join(text.split(". ", maxsplit=1)[0].split())  # one line, whatever it held
     return sentence if len(sentence) <= width else sentence[: width - 1] + "…"
 
@@ -337,6 +346,9 @@ def note_for(event: EngineEvent) -> str | None:
     if isinstance(event, LimitReached):
         return f"stopped by a safety limit: {event.detail}"
     if isinstance(event, ToolCalled) and event.outcome != "executed":
+        if event.note:
+            verb = "not run" if event.outcome == "refused" else event.outcome
+            return f"{_tool_label(event.tool)} {verb}: {event.note}"
         return f"{_tool_label(event.tool)} {event.outcome}: {_first_sentence(event.detail)}"
     if isinstance(event, ApprovalRequested):
         return waiting_note(event.request.kind)

@@ -47,7 +47,7 @@ from agents.events import (
     StepChanged,
 )
 from agents.graph.context import ShopContext
-from agents.graph.history import tool_answer
+from agents.graph.history import latest_customer_words, tool_answer
 from agents.graph.replies import COMPLAINT_DECISIONS, REFUND_DECISIONS
 from agents.graph.reporting import close_turn, decided_by, pause_for, report
 from agents.graph.services import Turn, turn
@@ -56,6 +56,7 @@ from agents.graph.tools.domain import pay_refund
 from agents.names import DEFAULT_AGENT
 from agents.safety.redaction import redact
 from agents.store.sqlite import StorageError
+from gates import order_ids_meant
 
 log = logging.getLogger("shopbot.engine")
 
@@ -111,8 +112,19 @@ def refund_approval_payload(
     }
 
 
+def complaint_order(state: Mapping[str, Any]) -> str | None:
+    """The order a complaint is about, for its reviewer: the one the conversation is on, or
+    else the first the complaint names (as written, not looked up: only a person reads it)."""
+    named = order_ids_meant(latest_customer_words(state["messages"]))
+    return state.get("order_id") or (named[0] if named else None)
+
+
 def complaint_review_payload(
-    call: ToolCall, validated: Mapping[str, Any], checks: list[dict[str, Any]], customer: str | None
+    call: ToolCall,
+    validated: Mapping[str, Any],
+    checks: list[dict[str, Any]],
+    customer: str | None,
+    order_id: str | None = None,
 ) -> dict[str, Any]:
     options = [o for o in COMPLAINT_OPTIONS if customer or o != "provide_compensation"]
     return {
@@ -123,6 +135,7 @@ def complaint_review_payload(
         "issue_summary": validated.get("issue_summary", ""),
         "sentiment": validated.get("sentiment", ""),
         "customer": customer,
+        "order_id": order_id,
         "gates": checks,
         # Compensation is money too: only for a known customer (see gates/order_id.py).
         "options": options,

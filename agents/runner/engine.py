@@ -49,6 +49,7 @@ from agents.graph.services import REVIEWER_KEY, SERVICES_KEY, Services
 from agents.graph.specialists.spec import RECURSION_LIMIT
 from agents.models.factory import make_model
 from agents.reviewer import Reviewer
+from agents.runner.approval_now import as_it_stands
 from agents.runner.stored_threads import StoredThreads
 from agents.runner.thread_state import active_in
 from agents.runner.turn_closing import (
@@ -239,6 +240,19 @@ class ShopBotEngine:
     async def pending_approval(self, thread_id: str) -> ApprovalRequest | None:
         """The decision this thread waits for, if any (it survives restarts)."""
         return self._stored.pending(thread_id, await self._stored.snapshot(thread_id))
+
+    def approval_as_it_stands(self, request: ApprovalRequest) -> ApprovalRequest:
+        """`request` read again from the ledger and the audit log (off the event loop): the
+        order may have been refunded or decided on elsewhere since it was asked."""
+        if request.kind != "refund_approval":
+            return request
+        order_id = str(request.payload.get("order_id"))
+        paid = self.shop.refund_for(order_id)
+        return as_it_stands(
+            request,
+            paid_reference=paid.reference if paid else None,
+            decided_before=refund_decisions(self._audit_log, order_id),
+        )
 
     def answering_elsewhere(self, thread_id: str) -> bool:
         """Whether another process (a window, a `shopbot` command) runs a turn of

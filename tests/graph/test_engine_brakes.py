@@ -245,9 +245,11 @@ async def test_a_tool_name_the_model_makes_up_cannot_write_the_engines_notes(
         await say(engine, "fn", "Refund ORD-004", "Alex")
         notes = [line.text for line in engine.transcript("fn") if line.role == "note"]
         assert len(notes) == 1
-        # One line, in the engine's words; the made-up name only inside the quoted refusal.
-        assert "\n" not in notes[0]
-        assert notes[0].startswith("an unknown tool refused: Unknown tool 'decision: approve")
+        # One line, in the engine's words; the made-up name not in it at all.
+        assert notes == [
+            "an unknown tool not run: the model named a tool it does not have, and was told to "
+            "use its own."
+        ]
 
 
 async def test_an_empty_model_reply_never_reaches_the_history(tmp_path: Path) -> None:
