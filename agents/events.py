@@ -128,6 +128,9 @@ class ToolCalled:
     args: dict[str, Any]
     outcome: Literal["executed", "refused", "failed"]
     detail: str = ""
+    # What the person watching is told (`detail` is written for the model): why it did not
+    # run, and what happens instead.
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -309,7 +312,13 @@ def from_wire(data: object) -> EngineEvent | None:
         return None
 
 
-def _first_sentence(text: str, width: int = 90) -> str:
+# A note shows its sentence whole (wrapped on screen): a check's "…format ORD-XXX (three
+# digits, example: ORD…" was cut mid-example. This many characters at most, for text that
+# quotes what a model wrote (an "order id" of a thousand characters).
+NOTE_SENTENCE_CHARS = 400
+
+
+def _first_sentence(text: str, width: int = NOTE_SENTENCE_CHARS) -> str:
     sentence = " ".join(text.split(". ", maxsplit=1)[0].split())  # one line, whatever it held
     return sentence if len(sentence) <= width else sentence[: width - 1] + "…"
 
@@ -337,9 +346,12 @@ def note_for(event: EngineEvent) -> str | None:
     if isinstance(event, LimitReached):
         return f"stopped by a safety limit: {event.detail}"
     if isinstance(event, ToolCalled) and event.outcome != "executed":
+        if event.note:
+            verb = "not run" if event.outcome == "refused" else event.outcome
+            return f"{_tool_label(event.tool)} {verb}: {event.note}"
         return f"{_tool_label(event.tool)} {event.outcome}: {_first_sentence(event.detail)}"
     if isinstance(event, ApprovalRequested):
-        return f"waiting for a human decision: {event.request.kind.replace('_', ' ')}"
+        return waiting_note(event.request.kind)
     if isinstance(event, ApprovalDecided):
         by = f", by {event.by}" if event.by else ""
         return f"decision: {event.decision.replace('_', ' ')}{by}"
@@ -349,9 +361,14 @@ def note_for(event: EngineEvent) -> str | None:
         # (After a colon: the reason often ends in "(HTTP 429)." already.)
         reason = event.reason.strip().rstrip(".")
         return f"model provider failed, retrying in {event.delay:.1f}s: {reason}"
-    if isinstance(event, TurnFailed | DecisionRefused | MessageRefused):
+    if isinstance(event, TurnFailed | DecisionRefused | MessageRefused | RefundNotCarriedOut):
         return f"⚠ {event.message}"
     return None
+
+
+def waiting_note(kind: str) -> str:
+    """The transcript's line while a question of `kind` waits for a person."""
+    return f"waiting for a human decision: {kind.replace('_', ' ')}"
 
 
 def retry_notice(reason: str, delay: float, attempt: int) -> str:

@@ -16,8 +16,10 @@ from textual import events, on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.content import Content
+from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.theme import Theme
+from textual.widgets import HelpPanel
 
 from agents.facade import (
     MessageRejected,
@@ -66,6 +68,17 @@ class ShopBotApp(App[int]):
     COMMANDS: ClassVar = App.COMMANDS | {ShopBotCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
+        # Only while the keys panel shows (check_action): esc closed nothing, and the panel
+        # stayed until the palette's Keys was chosen a second time. Before the screen's own
+        # esc (priority), which would go back or stop a reply instead.
+        Binding(
+            "escape",
+            "hide_help_panel",
+            "Close keys",
+            show=False,
+            priority=True,
+            id="app.hide_keys",
+        ),
     ]
 
     def __init__(
@@ -100,6 +113,15 @@ class ShopBotApp(App[int]):
             # (A theme of a newer Textual, say: nothing to tell a person about.)
             log.info("the saved theme %r is not available; the default is used", preferences.theme)
         return None
+
+    def get_driver_class(self) -> type[Driver]:
+        driver = super().get_driver_class()
+        # By module, not by class: the Linux driver's module cannot be imported on Windows.
+        if driver.__module__ == "textual.drivers.linux_driver":
+            from shopbot_tui.terminal_input import WholePasteDriver
+
+            return WholePasteDriver  # a paste arrives whole, escape sequences and all
+        return driver
 
     def get_default_screen(self) -> ChatScreen:
         # The chat is the first screen itself, not pushed over Textual's blank one from
@@ -197,6 +219,11 @@ class ShopBotApp(App[int]):
             return
         text = Content.from_markup(message) if markup else Content(message)
         dialog.show_notice(text, title=title, severity=severity, timeout=timeout)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "hide_help_panel":
+            return bool(self.screen.query(HelpPanel))
+        return True
 
     def action_show_help_panel(self) -> None:
         super().action_show_help_panel()

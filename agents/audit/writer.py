@@ -15,12 +15,15 @@ file: trying again would hold every later event back for ever), are written to t
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import queue
 import sqlite3
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agents.audit.log import AuditLog, check_kind
@@ -53,9 +56,58 @@ class AuditSink(Protocol):
         """Return once everything appended so far is stored (or failed to be, for now)."""
 
 
+class TurnSink(AuditSink, Protocol):
+    """Where a graph records a turn: its audit events, and its transcript lines, escalation
+    and end in the conversation registry, all in one order (an `AuditWriter`)."""
+
+    def line(self, thread_id: str, role: str, text: str, agent: str | None = None) -> None: ...
+
+    def escalate(self, thread_id: str, *, agent: str | None, reason: str) -> None: ...
+
+    def finish(self, thread_id: str, *, status: str, agent: str) -> None: ...
+
+    def open_turn(self, thread_id: str, *, customer: str | None, message: str) -> None: ...
+
+
+class ConversationRegistry(Protocol):
+    """What the writer records of a conversation beside its audit events (a ThreadRegistry)."""
+
+    def append_line(
+        self, thread_id: str, role: Any, text: str, agent: str | None = None
+    ) -> object: ...
+
+    def escalate(self, thread_id: str, *, agent: str | None, reason: str) -> object: ...
+
+    def update(
+        self, thread_id: str, *, active_agent: str | None = None, status: Any = None
+    ) -> object: ...
+
+    def open_turn(self, thread_id: str, *, customer: str | None, message: str) -> object: ...
+
+
+@dataclass(frozen=True)
+class _RegistryWrite:
+    """A conversation's transcript line, escalation or end of turn, in order with the events."""
+
+    op: str
+    args: tuple[Any, ...]
+
+
 class AuditWriter:
-    def __init__(self, audit: AuditLog, *, retry_seconds: float = RETRY_SECONDS) -> None:
+    """Audit events and, with `threads`, what the conversation's transcript and registry
+    keep of a turn (its lines, an escalation, how it ended), stored in the order they came,
+    off the event loop: a graph node never waits on SQLite (a LangGraph server refuses a
+    blocking call on its loop)."""
+
+    def __init__(
+        self,
+        audit: AuditLog,
+        *,
+        threads: ConversationRegistry | None = None,
+        retry_seconds: float = RETRY_SECONDS,
+    ) -> None:
         self.audit = audit
+        self._threads = threads
         self._retry_seconds = retry_seconds
         self._failing = False  # the last write failed for a passing reason (said once)
         self._queue: queue.Queue[object] = queue.Queue()
@@ -77,10 +129,43 @@ class AuditWriter:
         event = {"ts": utc_timestamp(), "kind": kind, "thread_id": thread_id, "agent": agent}
         self._queue.put({**event, "detail": dict(detail or {})})
 
+    def line(self, thread_id: str, role: str, text: str, agent: str | None = None) -> None:
+        """A transcript line of `thread_id` (a reply, a note), stored after what came before."""
+        self._registry("append_line", thread_id, role, text, agent)
+
+    def escalate(self, thread_id: str, *, agent: str | None, reason: str) -> None:
+        """The conversation now waits for a person (the escalation queue)."""
+        self._registry("escalate", thread_id, agent, reason)
+
+    def finish(self, thread_id: str, *, status: str, agent: str) -> None:
+        """How the conversation's turn ended: its status and the agent it is with."""
+        self._registry("update", thread_id, agent, status)
+
+    def open_turn(self, thread_id: str, *, customer: str | None, message: str) -> None:
+        """A customer's message starts a turn (a runtime that did not record it itself)."""
+        self._registry("open_turn", thread_id, customer, message)
+
+    def _registry(self, op: str, *args: Any) -> None:
+        if self._threads is None:
+            return
+        if self._closed:
+            raise RuntimeError("the audit writer is closed")
+        self._queue.put(_RegistryWrite(op, args))
+
     def flush(self) -> None:
         """Wait until every event queued so far is stored, or its write failed (it is then
         tried again: a failing store must not hang the caller)."""
         self._queue.join()
+
+    async def aflush(self) -> None:
+        """`flush` for a coroutine: the writer says when, and neither the event loop nor a
+        worker thread waits meanwhile."""
+        if self._closed:
+            return
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._queue.put(_FlushMark(loop, done))
+        await done
 
     def close(self) -> None:
         if not self._closed:
@@ -93,22 +178,36 @@ class AuditWriter:
         while True:
             batch = self._next_batch(wait=self._retry_seconds if unstored else None)
             try:
-                unstored = self._store(unstored + [i for i in batch if isinstance(i, dict)])
+                unstored = self._store(
+                    unstored
+                    + [i for i in batch if i is not _STOP and not isinstance(i, _FlushMark)]
+                )
             finally:
-                for _ in batch:
+                for item in batch:
+                    if isinstance(item, _FlushMark):
+                        item.settle()
                     self._queue.task_done()
             if any(item is _STOP for item in batch):
                 # Closing: that was the last try (the app is quitting, it must not hang).
                 _keep_in_log_file(unstored)
                 return
 
-    def _store(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Write `events` in order, BATCH to a transaction (a chunk committed is done: a retry
-        never writes it twice); return what a passing failure left, to try again."""
-        for start in range(0, len(events), BATCH):
-            chunk = events[start : start + BATCH]
+    def _store(self, items: list[Any]) -> list[Any]:
+        """Write `items` in order, audit events BATCH to a transaction (a chunk committed is
+        done: a retry never writes it twice); return what a passing failure left, to try
+        again."""
+        start = 0
+        while start < len(items):
+            if isinstance(items[start], _RegistryWrite):
+                chunk: list[Any] = [items[start]]
+            else:
+                chunk = []
+                for item in items[start : start + BATCH]:
+                    if isinstance(item, _RegistryWrite):
+                        break
+                    chunk.append(item)
             try:
-                self.audit.append_many(chunk)
+                self._write(chunk)
             except Exception as exc:
                 if not (
                     isinstance(exc, sqlite3.OperationalError) and cannot_write(exc, self.audit.path)
@@ -116,8 +215,9 @@ class AuditWriter:
                     # Trying again would fail the same way, holding every later event back.
                     log.exception("could not store %d audit events", len(chunk))
                     _keep_in_log_file(chunk)
+                    start += len(chunk)
                     continue
-                left = events[start:]
+                left = items[start:]
                 if not self._failing:  # once per failing spell, not at every try
                     self._failing = True
                     log.warning(
@@ -125,10 +225,30 @@ class AuditWriter:
                     )
                 _keep_in_log_file(left[:-MAX_UNSTORED])
                 return left[-MAX_UNSTORED:]
+            start += len(chunk)
         if self._failing:
             self._failing = False
             log.warning("stored the audit events a failed write had held back")
         return []
+
+    def _write(self, chunk: list[Any]) -> None:
+        if chunk and isinstance(chunk[0], _RegistryWrite):
+            write = chunk[0]
+            assert self._threads is not None
+            if write.op == "append_line":
+                thread_id, role, text, agent = write.args
+                self._threads.append_line(thread_id, role, text, agent=agent)
+            elif write.op == "open_turn":
+                thread_id, customer, message = write.args
+                self._threads.open_turn(thread_id, customer=customer, message=message)
+            elif write.op == "escalate":
+                thread_id, agent, reason = write.args
+                self._threads.escalate(thread_id, agent=agent, reason=reason)
+            else:
+                thread_id, agent, status = write.args
+                self._threads.update(thread_id, active_agent=agent, status=status)
+            return
+        self.audit.append_many(chunk)
 
     def _next_batch(self, *, wait: float | None) -> list[object]:
         """Queued items (at most BATCH), waiting for the first up to `wait` seconds (None:
@@ -145,8 +265,30 @@ class AuditWriter:
         return batch
 
 
-def _keep_in_log_file(events: list[dict[str, Any]]) -> None:
+@dataclass(frozen=True)
+class _FlushMark:
+    """Queued by `aflush`: everything before it has been tried once it is reached."""
+
+    loop: asyncio.AbstractEventLoop
+    done: asyncio.Future[None]
+
+    def settle(self) -> None:
+        with contextlib.suppress(RuntimeError):  # (its loop closed meanwhile: nobody waits)
+            self.loop.call_soon_threadsafe(_settle, self.done)
+
+
+def _settle(done: asyncio.Future[None]) -> None:
+    if not done.done():  # (a cancelled waiter's future is done already)
+        done.set_result(None)
+
+
+def _keep_in_log_file(items: list[Any]) -> None:
     """The last place left for events the audit log cannot take: one (redacted) log line
     each, whole."""
-    for event in events:
-        log.error("audit event not stored: %s", json.dumps(event, default=str))
+    for item in items:
+        if isinstance(item, _RegistryWrite):
+            log.error(
+                "conversation record not stored: %s %s", item.op, json.dumps(item.args, default=str)
+            )
+        else:
+            log.error("audit event not stored: %s", json.dumps(item, default=str))

@@ -47,15 +47,16 @@ from agents.events import (
     StepChanged,
 )
 from agents.graph.context import ShopContext
-from agents.graph.history import tool_answer
+from agents.graph.history import latest_customer_words, tool_answer
 from agents.graph.replies import COMPLAINT_DECISIONS, REFUND_DECISIONS
-from agents.graph.reporting import report
+from agents.graph.reporting import close_turn, decided_by, pause_for, report
 from agents.graph.services import Turn, turn
 from agents.graph.state import ShopState
 from agents.graph.tools.domain import pay_refund
 from agents.names import DEFAULT_AGENT
 from agents.safety.redaction import redact
 from agents.store.sqlite import StorageError
+from gates import order_ids_meant
 
 log = logging.getLogger("shopbot.engine")
 
@@ -111,8 +112,19 @@ def refund_approval_payload(
     }
 
 
+def complaint_order(state: Mapping[str, Any]) -> str | None:
+    """The order a complaint is about, for its reviewer: the one the conversation is on, or
+    else the first the complaint names (as written, not looked up: only a person reads it)."""
+    named = order_ids_meant(latest_customer_words(state["messages"]))
+    return state.get("order_id") or (named[0] if named else None)
+
+
 def complaint_review_payload(
-    call: ToolCall, validated: Mapping[str, Any], checks: list[dict[str, Any]], customer: str | None
+    call: ToolCall,
+    validated: Mapping[str, Any],
+    checks: list[dict[str, Any]],
+    customer: str | None,
+    order_id: str | None = None,
 ) -> dict[str, Any]:
     options = [o for o in COMPLAINT_OPTIONS if customer or o != "provide_compensation"]
     return {
@@ -123,6 +135,7 @@ def complaint_review_payload(
         "issue_summary": validated.get("issue_summary", ""),
         "sentiment": validated.get("sentiment", ""),
         "customer": customer,
+        "order_id": order_id,
         "gates": checks,
         # Compensation is money too: only for a known customer (see gates/order_id.py).
         "options": options,
@@ -159,6 +172,7 @@ async def ask_decision(state: ShopState, runtime: Runtime[ShopContext]) -> dict[
         payload["decided_before"] = await _decided_before(runtime, str(payload["order_id"]))
     report(runtime, StepChanged(agent=agent, step="waiting_for_approval"))
     report(runtime, kind="approval_requested", agent=agent, detail=_summary(payload))
+    pause_for(runtime, payload)
     return {"awaiting": payload}
 
 
@@ -191,6 +205,7 @@ async def decision_waits(state: ShopState, runtime: Runtime[ShopContext]) -> Com
         detail={"request_id": payload.get("request_id"), "reason": "a decision waits"},
     )
     report(runtime, StepChanged(agent=agent, step="waiting_for_approval"))
+    pause_for(runtime, payload)
     removed = [RemoveMessage(id=latest.id)] if latest is not None and latest.id else []
     return Command(goto=AWAIT_DECISION, update={"messages": removed})
 
@@ -242,6 +257,7 @@ def _ask_again(
     agent = str(payload.get("agent") or DEFAULT_AGENT)
     report(runtime, event, kind=kind, agent=agent, detail=detail)  # type: ignore[arg-type]
     report(runtime, StepChanged(agent=agent, step="waiting_for_approval"))
+    pause_for(runtime, payload)
     return Command(goto=AWAIT_DECISION, update={"awaiting": dict(payload)})
 
 
@@ -284,8 +300,14 @@ def _record_decision(
         "order_id": payload.get("order_id"),
         "request_id": payload.get("request_id"),
     }
-    decided_by = this.reviewer.audit_detail() if this.reviewer is not None else {}
-    report(runtime, kind="approval_decided", agent=agent, detail={**detail, **decided_by, **facts})
+    by = this.reviewer.audit_detail() if this.reviewer is not None else {}
+    report(
+        runtime,
+        decided_by(this, str(payload["kind"]), decision),
+        kind="approval_decided",
+        agent=agent,
+        detail={**detail, **by, **facts},
+    )
     # A refund already paid has nothing left to escalate: the answer only closes the request.
     if decision.startswith("escalate") and "already_refunded" not in facts:
         reason = f"{str(payload['kind']).replace('_', ' ')}: escalated by the reviewer"
@@ -391,6 +413,7 @@ def _complaint_decided(
         detail={"from": agent, "to": DEFAULT_AGENT, "reason": reason},
     )
     report(runtime, AgentChanged(agent=DEFAULT_AGENT, previous=agent))
+    close_turn(runtime, agent=DEFAULT_AGENT, status="done")
     answered = tool_answer(call, f"A person reviewed the complaint and decided: {decision}.")
     return Command(
         goto=END,
@@ -426,7 +449,7 @@ def _not_carried_out(
     )
     storage = isinstance(exc, StorageError | sqlite3.DatabaseError)
     agent = str(payload.get("agent") or DEFAULT_AGENT)
-    decided_by = this.reviewer.audit_detail() if this.reviewer is not None else {}
+    by = this.reviewer.audit_detail() if this.reviewer is not None else {}
     asked = {**payload, "failed_before": message}
     report(
         runtime,
@@ -439,11 +462,12 @@ def _not_carried_out(
             "decision": decision,
             "error": f"{type(exc).__name__}: {problem}"[:500],
             "outcome": "pending again",
-            **decided_by,
+            **by,
         },
     )
     report(runtime, StepChanged(agent=agent, step="waiting_for_approval"))
     report(runtime, kind="approval_requested", agent=agent, detail=_summary(asked))
+    pause_for(runtime, asked)
     return Command(goto=AWAIT_DECISION, update={"awaiting": asked})
 
 

@@ -17,6 +17,9 @@ from agents.safety.redaction import redact_data
 
 # An extraction reads the recent exchange, not the whole conversation: bounded prompt tokens.
 EXTRACTION_WINDOW = 12
+# A customer message the in-process runner already wrote to the transcript carries this id
+# prefix and its line's number (runner/turn_closing.py); a server's input carries none.
+CUSTOMER_LINE_PREFIX = "customer-line-"
 
 
 def text_of(message: BaseMessage) -> str:

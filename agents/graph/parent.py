@@ -9,6 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from agents.events import StepChanged
 from agents.graph.context import ShopContext
@@ -23,16 +24,19 @@ from agents.graph.decisions import (
 from agents.graph.history import text_of
 from agents.graph.reporting import report
 from agents.graph.specialists.build import build_specialist
+from agents.graph.specialists.endings import fail_turn
 from agents.graph.specialists.roster import SPECIALISTS
+from agents.graph.specialists.spec import RECURSION_LIMIT
 from agents.graph.state import ShopState
 from agents.graph.summary import removals, summary_cut, summary_request
-from agents.models.provider import call_model
+from agents.graph.turn_start import BEGIN_TURN, begin_turn
+from agents.models.provider import ProviderUnavailable, call_model
 from agents.names import AGENTS, DEFAULT_AGENT
 from agents.safety.redaction import redact
 
 
 def make_summarise(model: BaseChatModel) -> Any:
-    async def summarise(state: ShopState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
+    async def summarise(state: ShopState, runtime: Runtime[ShopContext]) -> Command[str]:
         """Fold the older part of a long history into `summary` before the turn starts."""
         messages = state["messages"]
         cut = summary_cut(messages)
@@ -44,7 +48,10 @@ def make_summarise(model: BaseChatModel) -> Any:
             "category": state.get("ticket_category", ""),
         }
         request = summary_request(messages[:cut], state.get("summary", ""), facts)
-        reply = await call_model(model, request, runtime, agent=agent)
+        try:
+            reply = await call_model(model, request, runtime, agent=agent)
+        except ProviderUnavailable as exc:
+            return Command(goto=END, update=fail_turn(runtime, agent, messages, exc))
         # The summary is state, read by every later call: no key the model repeats in it.
         summary = redact(text_of(reply).strip())
         report(
@@ -57,7 +64,9 @@ def make_summarise(model: BaseChatModel) -> Any:
                 "summary": summary,
             },
         )
-        return {"summary": summary, "messages": removals(messages[:cut])}
+        return Command(
+            goto=agent, update={"summary": summary, "messages": removals(messages[:cut])}
+        )
 
     return summarise
 
@@ -71,16 +80,14 @@ def active_agent(state: ShopState) -> str:
 # function to a worker thread, a hop that costs more than the routing itself.
 
 
-async def route_to_active(state: ShopState) -> str:
-    return active_agent(state)
-
-
 async def route_turn(state: ShopState) -> str:
-    """A new message goes to the active specialist, after a summary if the history is long;
-    while a question waits for a person, to be refused (decisions.py). (No node runs
-    otherwise: the facade's input itself resets the per-turn hand-off count.)"""
-    if state.get("awaiting"):
-        return DECISION_WAITS
+    """A new message starts a turn; while a question waits for a person, it is refused
+    (decisions.py)."""
+    return DECISION_WAITS if state.get("awaiting") else BEGIN_TURN
+
+
+async def route_begun(state: ShopState) -> str:
+    """To the active specialist, after a summary if the history is long."""
     return "summarise" if summary_cut(state["messages"]) else active_agent(state)
 
 
@@ -91,7 +98,8 @@ async def end_turn(state: ShopState) -> dict[str, Any]:
 
 def build_graph(model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any] | None) -> Any:
     graph = StateGraph(ShopState, context_schema=ShopContext)
-    graph.add_node("summarise", make_summarise(model))
+    graph.add_node(BEGIN_TURN, begin_turn)
+    graph.add_node("summarise", make_summarise(model), destinations=(*AGENTS, END))
     for spec in SPECIALISTS:
         others = tuple(agent for agent in AGENTS if agent != spec.name)
         # A specialist hands off to the others, or asks a person (the question waits here).
@@ -102,8 +110,10 @@ def build_graph(model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any] | N
     graph.add_node(AWAIT_DECISION, await_decision, destinations=(AWAIT_DECISION, *AGENTS, END))
     graph.add_node(DECISION_WAITS, decision_waits, destinations=(AWAIT_DECISION,))
     graph.add_node("end_turn", end_turn)
-    graph.add_conditional_edges(START, route_turn, ["summarise", DECISION_WAITS, *AGENTS])
-    graph.add_conditional_edges("summarise", route_to_active, list(AGENTS))
+    graph.add_conditional_edges(START, route_turn, [BEGIN_TURN, DECISION_WAITS])
+    graph.add_conditional_edges(BEGIN_TURN, route_begun, ["summarise", *AGENTS])
     graph.add_edge(ASK_DECISION, AWAIT_DECISION)
     graph.add_edge("end_turn", END)
-    return graph.compile(checkpointer=checkpointer, name="shopbot")
+    # The hard brake behind the soft ones, part of the graph: it holds under any runtime.
+    compiled = graph.compile(checkpointer=checkpointer, name="shopbot")
+    return compiled.with_config(recursion_limit=RECURSION_LIMIT)

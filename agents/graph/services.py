@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 
-from agents.audit.writer import AuditSink
+from agents.audit.writer import TurnSink
 from agents.graph.context import RetryBudget, ShopContext
 from agents.reviewer import Reviewer
 from agents.store.shop import ShopData
@@ -39,7 +39,7 @@ def _nothing_to_hold(thread_id: str) -> AbstractContextManager[None]:
 @dataclass(frozen=True)
 class Services:
     shop: ShopData
-    audit: AuditSink
+    audit: TurnSink
     retry: RetryBudget = field(default_factory=RetryBudget)
     # The earlier decisions on an order's refund, newest first (audit/decisions.py); a
     # blocking read, called off the event loop.
@@ -104,7 +104,7 @@ class Turn:
         return self.services.shop
 
     @property
-    def audit(self) -> AuditSink:
+    def audit(self) -> TurnSink:
         return self.services.audit
 
     @property

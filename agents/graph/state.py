@@ -29,6 +29,9 @@ class ShopState(TypedDict, total=False):
     # A person's decision on each order's refund this turn (order id -> decision): it stands
     # until the customer's next message, whichever specialist the turn is handed to meanwhile.
     refund_decisions: dict[str, str]
+    # Tool rounds (act steps) this turn, by any specialist: a model that keeps calling tools
+    # is stopped at MAX_TOOL_ROUNDS, well before a runtime's recursion limit would be hit.
+    tool_rounds: int
     # The question waiting for a person (a refund to approve, a complaint to review), asked
     # at this level so that a message arriving meanwhile finds it (decisions.py); None once
     # answered.

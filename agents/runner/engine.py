@@ -25,11 +25,9 @@ from agents.audit.writer import AuditWriter
 from agents.errors import DecisionPending, InputError, NothingPending
 from agents.events import (
     AgentChanged,
-    ApprovalDecided,
     ApprovalRequest,
     ApprovalRequested,
     EngineEvent,
-    Escalated,
     LimitReached,
     RefundNotCarriedOut,
     ReplyDone,
@@ -40,17 +38,17 @@ from agents.events import (
     TurnResult,
     TurnStatus,
     from_wire,
-    note_for,
     outcome,
 )
 from agents.graph.context import RetryBudget, ShopContext
 from agents.graph.parent import build_graph
 from agents.graph.replies import LIMIT_REACHED, TURN_FAILED_NOTE
+from agents.graph.reporting import transcribe
 from agents.graph.services import REVIEWER_KEY, SERVICES_KEY, Services
 from agents.graph.specialists.spec import RECURSION_LIMIT
 from agents.models.factory import make_model
-from agents.models.provider import ProviderUnavailable
 from agents.reviewer import Reviewer
+from agents.runner.approval_now import as_it_stands
 from agents.runner.stored_threads import StoredThreads
 from agents.runner.thread_state import active_in
 from agents.runner.turn_closing import (
@@ -120,7 +118,9 @@ class ShopBotEngine:
             # Off the event loop: opening may wait on another process's lock, or re-index an
             # audit log written by an older ShopBot (seconds for a large one).
             await asyncio.to_thread(self._open_stores)
-            self._recorder = AuditWriter(self._audit_log)
+            # The graph's transcript lines and turn ends go through it too, in order with
+            # its audit events, off the event loop.
+            self._recorder = AuditWriter(self._audit_log, threads=self.threads)
             self._connection, self._saver = await open_checkpoints(self._where)
         except BaseException:
             await self.aclose()  # whatever did open is closed again
@@ -241,6 +241,19 @@ class ShopBotEngine:
         """The decision this thread waits for, if any (it survives restarts)."""
         return self._stored.pending(thread_id, await self._stored.snapshot(thread_id))
 
+    def approval_as_it_stands(self, request: ApprovalRequest) -> ApprovalRequest:
+        """`request` read again from the ledger and the audit log (off the event loop): the
+        order may have been refunded or decided on elsewhere since it was asked."""
+        if request.kind != "refund_approval":
+            return request
+        order_id = str(request.payload.get("order_id"))
+        paid = self.shop.refund_for(order_id)
+        return as_it_stands(
+            request,
+            paid_reference=paid.reference if paid else None,
+            decided_before=refund_decisions(self._audit_log, order_id),
+        )
+
     def answering_elsewhere(self, thread_id: str) -> bool:
         """Whether another process (a window, a `shopbot` command) runs a turn of
         `thread_id` now: its stored state is then not final (a decision it shows pending
@@ -320,16 +333,11 @@ class ShopBotEngine:
                     f"`shopbot resume {thread_id} {pending.options[0]}`; nothing was sent.",
                     pending,
                 )
+            # Written here, not by the graph: a process killed before its run saved anything
+            # still shows the message, and the next turn gives it to the model (its line's id
+            # names it in the conversation; turn_recovery.py).
             said = self.threads.open_turn(thread_id, customer=customer, message=message)
-            self._recorder.append(
-                "turn_started", thread_id=thread_id, detail={"chars": len(message)}
-            )
-            graph_input = {
-                "messages": [customer_message(said)],
-                "handoffs": 0,
-                "corrections": 0,
-                "refund_decisions": {},
-            }
+            graph_input = {"messages": [customer_message(said)]}
             async for event in self._drive(graph_input, thread_id, customer, agent):
                 yield event
 
@@ -367,10 +375,6 @@ class ShopBotEngine:
                     f"choose one of: {', '.join(pending.options)}."
                 )
             self.threads.update(thread_id, status="answering")
-            by = f"{reviewer.name} ({reviewer.via})"
-            decided = ApprovalDecided(kind=pending.kind, decision=choice, by=by)
-            self._note(thread_id, decided)
-            yield decided
             # With the request it answers: the graph refuses it for any other (decisions.py).
             resume: Command[Any] = Command(
                 resume={"decision": choice, "request_id": pending.request_id}
@@ -423,6 +427,9 @@ class ShopBotEngine:
         agent: str,
         reviewer: Reviewer | None = None,
     ) -> AsyncIterator[EngineEvent]:
+        """Run the graph and pass its events on. The graph records the turn itself (its
+        transcript lines, audit events and end); what is left here is what only a run that
+        did not end in the graph needs: cancelled, failed with an exception, or looping."""
         config = self._stored.config(thread_id)
         # This process's own services and reviewer, as objects in the run's config: a
         # server's graph opens its own, and no client can put either there (see services.py).
@@ -433,7 +440,7 @@ class ShopBotEngine:
         yield AgentChanged(agent=agent)
         run = _RunWatch(agent)
         failure: TurnFailed | None = None
-        stopped_looping = False
+        looping = False
         try:
             with self._guard.stoppable(thread_id):
                 async for _namespace, wired in self.graph.astream(
@@ -450,45 +457,37 @@ class ShopBotEngine:
                 ):
                     if (data := from_wire(wired)) is None:
                         continue
-                    if not isinstance(data, TokenDelta):
-                        if run.sees(data):
-                            # The reply is whole, or the question asked: the rest of the run
-                            # saves it, too late to stop. (A stop there noted "stopped before
-                            # it was finished" under a finished reply, or lost the question.)
-                            self._guard.too_late_to_stop(thread_id)
-                        self._note(thread_id, data)
+                    if not isinstance(data, TokenDelta) and run.sees(data):
+                        # The reply is whole, or the question asked: the rest of the run
+                        # saves it, too late to stop. (A stop there noted "stopped before
+                        # it was finished" under a finished reply, or lost the question.)
+                        self._guard.too_late_to_stop(thread_id)
                     yield data
         except asyncio.CancelledError:
             self._recovery.record_cut(thread_id, run.agent)
             raise
-        except ProviderUnavailable as exc:
-            failure = TurnFailed(kind="provider", message=str(exc))
         except GraphRecursionError:
-            # The run stopped mid-step: its thread still points at the looping node.
-            stopped_looping = True
-            agent = run.agent
-            run.done = ReplyDone(agent, LIMIT_REACHED)
+            # The in-graph brakes stop a turn long before this; the run stopped mid-step, its
+            # thread still pointing at the looping node.
+            looping = True
+            run.done = ReplyDone(run.agent, LIMIT_REACHED)
             detail = {"limit": "recursion", "detail": f"more than {RECURSION_LIMIT} steps"}
-            self._recorder.append("limit_reached", thread_id=thread_id, agent=agent, detail=detail)
-            for event in (LimitReached(agent, **detail), run.done):
-                self._note(thread_id, event)
+            self._recorder.append(
+                "limit_reached", thread_id=thread_id, agent=run.agent, detail=detail
+            )
+            for event in (LimitReached(run.agent, **detail), run.done):
+                transcribe(self._recorder, thread_id, event)
                 yield event
         except Exception as exc:
             log.exception("turn failed on thread %s", thread_id)
             failure = await self._stored.failure(thread_id, exc)
-        agent, failure = run.agent, failure or run.failure
-        if failure is not None:
-            self._note(thread_id, failure)
+            transcribe(self._recorder, thread_id, failure)
             yield failure
-        with self._cut_noted(thread_id, agent):
-            result, info = await self._finish(
-                thread_id,
-                run.done,
-                failure,
-                agent,
-                paused=run.paused,
-                stopped_looping=stopped_looping,
-            )
+        if failure is None and run.failure is not None and not run.failure_streamed:
+            # (Said in the transcript by the graph, as the event it reported.)
+            yield run.failure
+        with self._cut_noted(thread_id, run.agent):
+            result, info = await self._finish(thread_id, run, failure, looping=looping)
         if result.pending is not None:
             yield ApprovalRequested(result.pending)
         yield TurnFinished(result)
@@ -506,23 +505,19 @@ class ShopBotEngine:
             raise
 
     async def _finish(
-        self,
-        thread_id: str,
-        done: ReplyDone | None,
-        failure: TurnFailed | None,
-        agent: str,
-        *,
-        paused: bool,
-        stopped_looping: bool = False,
+        self, thread_id: str, run: _RunWatch, failure: TurnFailed | None, *, looping: bool
     ) -> tuple[TurnResult, ThreadInfo]:
-        """Record how the turn ended. The stored state is read back only when the turn paused
-        or did not end normally: a plain turn's events already said all there is to know.
-        (A brake inside the graph, the hand-off cap or a repeated call, ends its run normally.)"""
-        reply = done.text if done else ""
-        closing = stopped_looping
+        """How the turn ended. A run that ended in the graph recorded its end there; one that
+        raised (`failure`) or looped is closed here: the thread must not point at the failed
+        node, nor keep a history Mistral rejects. The stored state is read back only when the
+        turn paused or did not end in the graph."""
+        # What the graph recorded is stored before it is read, here and by the fronts.
+        await self._recorder.aflush()
+        agent = run.agent
+        closing_here = failure is not None or looping
         pending: ApprovalRequest | None = None
         state = None
-        if paused or closing or failure is not None:
+        if run.paused or closing_here:
             try:
                 state = await self._stored.snapshot(thread_id)
             except Exception:
@@ -533,39 +528,41 @@ class ShopBotEngine:
             else:
                 pending = self._stored.pending(thread_id, state)
                 agent = active_in(state)
-                if paused and pending is None:
+                if run.paused and pending is None:
                     # Asked (the audit log says so) but never saved: nobody can answer it.
+                    closing_here = True
                     self._recorder.append(
                         "approval_withdrawn",
                         thread_id=thread_id,
                         agent=agent,
                         detail={"reason": "the turn failed before its question was saved"},
                     )
-        if (failure is not None or closing) and pending is None and state is not None:
-            # The thread must not point at the failed node, nor keep a history Mistral rejects.
+        if closing_here and pending is None and state is not None:
             await self._stored.mend_tail(
-                thread_id, state, LIMIT_REACHED if closing else TURN_FAILED_NOTE, say_it=closing
+                thread_id, state, LIMIT_REACHED if looping else TURN_FAILED_NOTE, say_it=looping
             )
-        status: TurnStatus
-        if pending is not None:
-            self._note(thread_id, ApprovalRequested(pending))
         # A failure is said as one even when a question waits (a decision that could not be
         # carried out is asked again): the conversation is listed as waiting all the same.
+        failure = failure or run.failure
+        status: TurnStatus
         if failure is not None:
             status = "error"
         else:
             status = "awaiting_approval" if pending is not None else "done"
-        listed = "awaiting_approval" if pending is not None else status
-        info = self.threads.update(
-            thread_id, active_agent=agent, status="idle" if listed == "done" else listed
-        )
-        self._recorder.append(
-            "turn_finished", thread_id=thread_id, agent=agent, detail={"status": status}
-        )
+        if closing_here:
+            listed = "awaiting_approval" if pending is not None else status
+            self.threads.update(
+                thread_id, active_agent=agent, status="idle" if listed == "done" else listed
+            )
+            self._recorder.append(
+                "turn_finished", thread_id=thread_id, agent=agent, detail={"status": status}
+            )
+        info = self.threads.get(thread_id)
+        assert info is not None, "a turn's thread is registered before it runs"
         result = TurnResult(
             thread_id=thread_id,
             status=status,
-            reply=reply,
+            reply=run.done.text if run.done else "",
             active_agent=agent,
             pending=pending,
             error=failure.message if failure else None,
@@ -586,18 +583,6 @@ class ShopBotEngine:
                 "pruning the checkpoints of %s failed; kept for the next time", info.thread_id
             )
 
-    def _note(self, thread_id: str, event: EngineEvent) -> None:
-        """The transcript line for an event, in the order things happened: a reply under the
-        agent that wrote it (a handled complaint hands back right after), notes between; an
-        escalation also waits for a person in the queue."""
-        if isinstance(event, Escalated):
-            self.threads.escalate(thread_id, agent=event.agent, reason=event.reason)
-        if isinstance(event, ReplyDone):
-            if event.text:
-                self.threads.append_line(thread_id, "assistant", event.text, agent=event.agent)
-        elif (line := note_for(event)) is not None:
-            self.threads.append_line(thread_id, "note", line)
-
 
 class _RunWatch:
     """What a run's events have said so far: who answers, the reply, a question asked."""
@@ -606,6 +591,7 @@ class _RunWatch:
         self.agent = agent
         self.done: ReplyDone | None = None
         self.failure: TurnFailed | None = None
+        self.failure_streamed = False  # (the graph's own TurnFailed, passed on as it came)
         # The approval nodes announce a pause just before they call interrupt().
         self.paused = False
 
@@ -617,16 +603,18 @@ class _RunWatch:
             self.done = event
         elif isinstance(event, StepChanged) and event.step == "waiting_for_approval":
             self.paused = True
-        self.failure = _failure_said(event) or self.failure
+        if (said := _failure_said(event)) is not None:
+            self.failure, self.failure_streamed = said, said is event
         return self.done is not None or self.paused
 
 
 def _failure_said(event: EngineEvent) -> TurnFailed | None:
-    """A failure the graph reports while its run goes on: a person's decision on a refund
-    that could not be carried out (nothing paid, the question asked again)."""
+    """A failure the graph reports and closes the turn on: the model provider down for good,
+    or a person's decision on a refund that could not be carried out (nothing paid, the
+    question asked again)."""
     if isinstance(event, RefundNotCarriedOut):
         return TurnFailed(kind="storage" if event.storage else "internal", message=event.message)
-    return None
+    return event if isinstance(event, TurnFailed) else None
 
 
 __all__ = ["ShopBotEngine"]

@@ -7,19 +7,17 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from agents.events import ApprovalRequest
-from agents.graph.history import repair_tail
+from agents.graph.history import CUSTOMER_LINE_PREFIX, repair_tail
+from agents.runner.approval_now import as_it_stands
 from agents.runner.thread_state import unfinished_work
 from agents.store.shop import ShopData
 from agents.store.sqlite import is_busy, is_full
 from agents.store.threads import ChatLine
-
-CUSTOMER_LINE_PREFIX = "customer-line-"
 
 
 def customer_message(line: ChatLine) -> HumanMessage:
@@ -64,7 +62,7 @@ def with_ledger(pending: ApprovalRequest | None, shop: ShopData) -> ApprovalRequ
     paid = shop.refund_for(str(pending.payload.get("order_id")))
     if paid is None:
         return pending
-    return replace(pending, payload={**pending.payload, "already_refunded": paid.reference})
+    return as_it_stands(pending, paid_reference=paid.reference)
 
 
 def turn_failure_text(exc: Exception) -> str:

@@ -132,15 +132,17 @@ class TurnRecovery:
         it idle."""
         stopped = self._guard.was_stopped(thread_id)
         try:
-            self._threads.append_line(
-                thread_id, "note", TURN_STOPPED_NOTE if stopped else TURN_CUT_NOTE
-            )
-            self._threads.update(thread_id, active_agent=agent, status="error")
+            # Through the writer, after what the run had recorded (its lines are queued
+            # there), then stored before the cancellation goes on: briefly blocking, on a
+            # path that ends the turn anyway.
+            self._recorder.line(thread_id, "note", TURN_STOPPED_NOTE if stopped else TURN_CUT_NOTE)
+            self._recorder.finish(thread_id, status="error", agent=agent)
             self._recorder.append(
                 "turn_finished",
                 thread_id=thread_id,
                 agent=agent,
                 detail={"status": "stopped" if stopped else "cut off"},
             )
+            self._recorder.flush()
         except Exception:
             log.exception("recording the cut-off turn of %s failed", thread_id)

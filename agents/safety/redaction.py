@@ -84,13 +84,20 @@ def _written_forms(secret: str) -> frozenset[str]:
     )
 
 
+# A random 32-character key holds at least 9 different characters, even in hex (16 or more
+# of the 62 alphanumerics). Text does not always: "ORD-002" followed by 3,000 x's lost its id
+# to the redaction, as "002xxx..." is a long run with digits in it.
+MIN_DISTINCT = 8
+
+
 def _looks_like_key(match: re.Match[str]) -> str:
     # Random keys hold digits or inner capitals; a long (German, capitalised) word has neither.
     run = match.group(0)
     inner = run[1:]
-    if any(c.isdigit() for c in run) or (any(c.isupper() for c in inner) and not inner.isupper()):
-        return REDACTED
-    return run
+    mixed = any(c.isdigit() for c in run) or (
+        any(c.isupper() for c in inner) and not inner.isupper()
+    )
+    return REDACTED if mixed and len(set(run)) >= MIN_DISTINCT else run
 
 
 def _known(secrets: Iterable[str]) -> tuple[str, ...]:

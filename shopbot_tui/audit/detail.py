@@ -95,6 +95,12 @@ class AuditEventDetail(Horizontal):
         self.query_one("#audit-detail-json", Static).update(shown)
         self.query_one("#audit-detail-body", VerticalScroll).scroll_home(animate=False)
 
+    def open_to_read(self, reading: bool = True) -> None:
+        """Opened large (enter) or back to its place below the table (esc)."""
+        event = self.event
+        title = f"Event {event.id}" if event else "Event"
+        self.border_title = f"{title} · esc back to the list" if reading else title
+
     def focus_body(self) -> None:
         """Focus the scrollable JSON, for long details."""
         self.query_one("#audit-detail-body", VerticalScroll).focus()

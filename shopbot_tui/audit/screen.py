@@ -12,6 +12,7 @@ import asyncio
 import sqlite3
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from functools import partial
 from pathlib import Path
@@ -24,7 +25,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
-from textual.widgets import Footer, Header, Input, LoadingIndicator, Static
+from textual.widgets import Footer, Header, Input, LoadingIndicator, Select, Static
 from textual.worker import get_current_worker
 
 from agents.facade import (
@@ -47,6 +48,7 @@ LOADING_DELAY_S = 0.15
 # recently active threads (plus the preset one); the free-text filter finds the others.
 MAX_THREAD_OPTIONS = 200
 _DB_ERRORS = (StorageError, sqlite3.Error, ValueError, OSError, InputError)
+
 _NO_EVENT = object()
 
 
@@ -111,9 +113,17 @@ def export_file(log: AuditLog, query: AuditQuery, folder: Path) -> tuple[Path, i
     raise FileExistsError(f"Too many exports named audit-{stamp}*.jsonl in {folder}")
 
 
-class AuditViewerScreen(Screen[str | None]):
+@dataclass(frozen=True)
+class OpenAt:
+    """The conversation to open (`o`), at the moment of the event under the cursor."""
+
+    thread_id: str
+    ts: str
+
+
+class AuditViewerScreen(Screen[OpenAt | None]):
     """Audit events in a table with filters, a detail pane and JSONL export. Dismissed with
-    a thread id when the person asks to open the conversation of the event under the cursor.
+    an `OpenAt` when the person asks to open the conversation of the event under the cursor.
 
     Benchmark hooks: `first_page_shown` is set once the first page is painted,
     `results_shown` whenever the current filter's first page is painted, and a
@@ -281,6 +291,10 @@ class AuditViewerScreen(Screen[str | None]):
     @on(AuditFilterBar.Changed)
     def _filters_changed(self, message: AuditFilterBar.Changed) -> None:
         self._run_query(message.audit_query)
+        if isinstance(self.focused, Select) and not self.focused.expanded:
+            # Chosen from its list: the results take the keys, as after a search's enter.
+            # Left on the filter, the next enter (to see an event) opened its list again.
+            self._table.focus()
 
     @on(Input.Submitted, "#audit-search")
     def _search_submitted(self) -> None:
@@ -471,15 +485,25 @@ class AuditViewerScreen(Screen[str | None]):
         if event is not _NO_EVENT:
             self.query_one(AuditEventDetail).show_event(cast("AuditEvent | None", event))
 
-    def _thread_under_cursor(self) -> str | None:
+    def _open_at(self) -> OpenAt | None:
         event = self._table.highlighted_event
-        return event.thread_id if event is not None and event.thread_id else None
+        if event is None or not event.thread_id:
+            return None
+        return OpenAt(event.thread_id, event.ts)
 
     @on(AuditEventTable.EventSelected)
     def _selected(self, message: AuditEventTable.EventSelected) -> None:
+        """Enter: the event's pane opens over most of the results, to read it whole (it
+        only took the focus, and looked the same); esc gives the table its room back."""
         detail = self.query_one(AuditEventDetail)
         detail.show_event(message.event)
+        self.query_one("#audit-results").add_class("-reading")
+        detail.open_to_read()
         detail.focus_body()
+
+    def _stop_reading(self) -> None:
+        self.query_one("#audit-results").remove_class("-reading")
+        self.query_one(AuditEventDetail).open_to_read(False)
 
     # --- actions ------------------------------------------------------------------------
 
@@ -487,6 +511,7 @@ class AuditViewerScreen(Screen[str | None]):
         """Escape: from a filter or the detail pane back to the table, from the table out."""
         table = self.query_one(AuditEventTable)
         if self.focused is not None and self.focused is not table:
+            self._stop_reading()
             table.focus()
         else:
             self.action_close()
@@ -499,8 +524,8 @@ class AuditViewerScreen(Screen[str | None]):
         """Leave the viewer for the conversation of the event under the cursor."""
         # (Always offered: dimming it as the cursor moves rebuilt the footer, which doubled
         # the time a filter takes to show.)
-        if (thread_id := self._thread_under_cursor()) is not None:
-            self.dismiss(thread_id)
+        if (at := self._open_at()) is not None:
+            self.dismiss(at)
         elif self._table.highlighted_event is not None:
             self.notify("This event belongs to no conversation.", severity="warning")
         else:  # (it said nothing at all: the key seemed broken)

@@ -60,16 +60,19 @@ COLUMNS = ("Time", "Thread", "Agent", "Kind", "Detail")
 _TIME_COLUMN = COLUMNS.index("Time")
 _THREAD_COLUMN = COLUMNS.index("Thread")
 _AGENT_COLUMN = COLUMNS.index("Agent")
-# Time, thread, agent and kind widths; the detail column takes the rest.
-_FIXED_WIDTHS = (14, 16, 16, 18)
+# Time, thread, agent and kind widths; the detail column takes the rest. The thread column
+# grows to the longest thread id loaded, up to its maximum: the app's ids are 22 long, and
+# cut to their end ("…-2b692c") they named no conversation a person could find.
+_FIXED_WIDTHS = (19, 16, 16, 18)
+_MAX_THREAD_WIDTH = 26
 _MIN_DETAIL_WIDTH = 24
 _MIN_SQUEEZED_WIDTH = 8
 # Narrow, agents go by their short names ("complaints" is the longest) and times lose their
-# seconds ("06-10 09:06"): at 80 columns "refund_agent" and "complaints_agent" were both
+# seconds ("2025-06-10 09:06"): at 80 columns "refund_agent" and "complaints_agent" were both
 # cut to 8 ("refund_…", "complai…"). The detail pane below has the full values.
 _SHORT_AGENT_WIDTH = 10
-_SHORT_TIME_WIDTH = 11
-_TIME_WITH_SECONDS = re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d")
+_SHORT_TIME_WIDTH = 16
+_TIME_WITH_SECONDS = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 # One space before each cell: a log reads well tight, and narrow terminals need the room.
 _GAP = 1
 SUMMARY_CHARS = 240
@@ -88,12 +91,23 @@ def kind_styles(theme_variables: Mapping[str, str]) -> dict[str, Style]:
 
 
 def short_time(ts: str, tz: tzinfo | None) -> str:
-    """`MM-DD HH:MM:SS` in `tz` (None: the local zone); the stored text if it is not ISO-8601."""
+    """`YYYY-MM-DD HH:MM:SS` in `tz` (None: the local zone; the column's heading names it);
+    the stored text if it is not ISO-8601. (Without the year, last December's events read
+    as this year's.)"""
     try:
         moment = datetime.fromisoformat(ts)
     except ValueError:
         return ts
-    return moment.astimezone(tz).strftime("%m-%d %H:%M:%S")
+    return moment.astimezone(tz).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def zone_name(tz: tzinfo | None) -> str:
+    """The zone the times are in, as the Time column's heading says it ("UTC", "CET")."""
+    return datetime.now(tz).astimezone(tz).tzname() or "local time"
+
+
+def headings(tz: tzinfo | None) -> tuple[str, ...]:
+    return (f"Time ({zone_name(tz)})", *COLUMNS[1:])
 
 
 def _one_line(text: str) -> str:
@@ -114,24 +128,26 @@ def event_cells(
     )
 
 
-def column_widths(width: int) -> tuple[int, ...]:
-    """Content widths of the five columns for a table `width` cells wide."""
+def column_widths(width: int, longest_thread: int = 0) -> tuple[int, ...]:
+    """Content widths of the five columns for a table `width` cells wide, whose longest
+    thread id is `longest_thread` cells."""
     fixed = list(_FIXED_WIDTHS)
+    fixed[_THREAD_COLUMN] = min(max(longest_thread, fixed[_THREAD_COLUMN]), _MAX_THREAD_WIDTH)
     available = width - _GAP * (len(COLUMNS) + 1)
 
     def shortfall() -> int:
         return sum(fixed) + _MIN_DETAIL_WIDTH - available
 
     # Narrow terminal: before starving the detail column, give up what costs least to read,
-    # in this order: the start of thread ids (their date and time are in the Time column),
-    # "_agent" after each agent's name, the seconds.
-    if shortfall() > 0:
-        thread = fixed[_THREAD_COLUMN]
-        fixed[_THREAD_COLUMN] = max(thread - shortfall(), _MIN_SQUEEZED_WIDTH)
+    # in this order: "_agent" after each agent's name, the seconds, and last the start of
+    # thread ids (their date and time are in the Time column; the pane below has them whole).
     if shortfall() > 0:
         fixed[_AGENT_COLUMN] = _SHORT_AGENT_WIDTH
     if shortfall() > 0:
         fixed[_TIME_COLUMN] = _SHORT_TIME_WIDTH
+    if shortfall() > 0:
+        thread = fixed[_THREAD_COLUMN]
+        fixed[_THREAD_COLUMN] = max(thread - shortfall(), _MIN_SQUEEZED_WIDTH)
     return (*fixed, max(available - sum(fixed), 1))
 
 
@@ -238,6 +254,9 @@ class AuditEventTable(ScrollView, can_focus=True):
         self._replacing = False
         self._paint_callbacks: list[Callable[[], object]] = []
         self._line_styles: dict[str, Style] | None = None
+        self._headings = headings(tz)
+        # The widest thread id loaded, in cells (the Thread column fits it when it can).
+        self._longest_thread = 0
 
     # --- data -----------------------------------------------------------------------------
 
@@ -276,6 +295,7 @@ class AuditEventTable(ScrollView, can_focus=True):
         try:
             self.events = []
             self._index = {}
+            self._longest_thread = 0
             self._cells.clear()
             self._strips.clear()
             self._near_end_posted_at = -1
@@ -288,11 +308,16 @@ class AuditEventTable(ScrollView, can_focus=True):
     def append_events(self, events: Iterable[AuditEvent]) -> int:
         """Add `events` after the loaded rows (skipping ids already shown); return how many."""
         added = 0
+        longest = self._longest_thread
         for event in events:
             if event.id not in self._index:
                 self._index[event.id] = len(self.events)
                 self.events.append(event)
                 added += 1
+                longest = max(longest, cell_len(event.thread_id or ""))
+        if longest != self._longest_thread:
+            self._longest_thread = longest
+            self._strips.clear()  # every row's columns moved
         self.virtual_size = Size(0, len(self.events) + 1)
         self.refresh()
         # Measure against the laid-out table, not the half-built one.
@@ -423,7 +448,7 @@ class AuditEventTable(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         styles = self._styles_for_lines()
         if y == 0:
-            labels = tuple(Text(label, end="") for label in COLUMNS)
+            labels = tuple(Text(label, end="") for label in self._headings)
             return self._strip(labels, width, styles["header"])
         row = round(self.scroll_y) + y - 1
         if row >= len(self.events):
@@ -442,11 +467,12 @@ class AuditEventTable(ScrollView, can_focus=True):
         # 4x cheaper than assembling, truncating and rendering a Rich Text per row.
         gap = Segment(" " * _GAP)
         segments: list[Segment] = []
-        for column, (cell, cell_width) in enumerate(zip(cells, column_widths(width), strict=True)):
+        widths = column_widths(width, self._longest_thread)
+        for column, (cell, cell_width) in enumerate(zip(cells, widths, strict=True)):
             cell_style = cell.style if isinstance(cell.style, Style) else None
             fitted = fit_column(column, cell.plain, cell_width)
             segments += (gap, Segment(fitted, cell_style))
-        strip = Strip(segments, _GAP * len(cells) + sum(column_widths(width)))
+        strip = Strip(segments, _GAP * len(cells) + sum(widths))
         return strip.crop_extend(0, width, style).apply_style(style)
 
 

@@ -58,7 +58,7 @@ class ApprovalFlow:
             step = ANSWERING_ELSEWHERE
         else:
             step = step_text("answering" if answering else "idle")
-        chat.panel.show_agent(agent, step)
+        chat.show_agent(agent, step)
         chat.sync_bindings()
         if pending is not None:
             self.ask(pending)
@@ -77,7 +77,13 @@ class ApprovalFlow:
 
         # Named in the dialog before the decision, and recorded with it in the audit log.
         reviewer = Reviewer.here("app")
-        self.dialog = modal = ApprovalScreen(request, reviewer)
+        engine = chat.engine
+        self.dialog = modal = ApprovalScreen(
+            request,
+            reviewer,
+            reread=engine.approval_as_it_stands if engine is not None else None,
+            on_reread=self._read_again,
+        )
 
         def decided(decision: str | None) -> None:
             self.dialog = None
@@ -105,6 +111,19 @@ class ApprovalFlow:
         # After the chat's next refresh: what led to the question is painted behind it
         # (a screen under a modal is not laid out again).
         chat.call_after_refresh(chat.app.push_screen, modal, decided)
+
+    def _read_again(self, request: ApprovalRequest) -> None:
+        """The open dialog read its request again: kept as the one pending, and a check
+        that no longer holds (the order refunded since) shown in the side panel too."""
+        chat = self._chat
+        asked = chat.pending
+        if asked is None or request.thread_id != chat.thread_id:
+            return
+        if asked.request_id != request.request_id:
+            return
+        chat.pending = request
+        if checks_asked_about(request) != checks_asked_about(asked):
+            chat.panel.show_gates(checks_asked_about(request))
 
     async def check_answered_elsewhere(self) -> None:
         """The registry no longer lists the open thread as waiting: if the decision shown

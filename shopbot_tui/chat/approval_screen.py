@@ -3,21 +3,27 @@ one button (with a single-key shortcut) per option. Its result resumes the graph
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from textual import events, on
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.geometry import Size
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Static
 
 from agents.facade import ApprovalRequest, Reviewer, earlier_decision, visible
 from shopbot_tui.widgets.message_box import one_line
+
+log = logging.getLogger("shopbot.tui")
 
 # One key per option, shown on its button. Refund: approve / reject / escalate.
 # Complaint review: escalate_to_senior / provide_compensation / close_ticket.
@@ -87,7 +93,12 @@ def _facts(request: ApprovalRequest) -> list[tuple[str, str]]:
             ("Reason", "reason"),
         ]
     else:
-        keys = [("Customer", "customer"), ("Sentiment", "sentiment"), ("Summary", "issue_summary")]
+        keys = [
+            ("Order", "order_id"),
+            ("Customer", "customer"),
+            ("Sentiment", "sentiment"),
+            ("Summary", "issue_summary"),
+        ]
     facts = []
     for label, key in keys:
         value: Any = payload.get(key)
@@ -107,14 +118,52 @@ def _facts(request: ApprovalRequest) -> list[tuple[str, str]]:
 
 LABEL_WIDTH = 10
 
+# What each answer to a complaint does, for the person choosing (the words the customer then
+# reads are the graph's, agents/graph/replies.py): "Compensate" said nothing of what it gives.
+COMPLAINT_EFFECTS: dict[str, str] = {
+    "escalate_to_senior": (
+        "a senior agent is to contact the customer within 2 business hours; the "
+        "conversation stays escalated until someone marks it handled"
+    ),
+    "provide_compensation": (
+        "the customer is told the team will be in touch within 24 hours with a resolution "
+        "that includes compensation; ShopBot pays nothing itself, the team decides what"
+    ),
+    "close_ticket": "the customer is thanked, the feedback is recorded, and the complaint closed",
+}
+
+
+def effects(request: ApprovalRequest) -> list[tuple[str, str]]:
+    """(option's title, what choosing it does) for the options that need saying."""
+    if request.kind != "complaint_review":
+        return []
+    return [
+        (option_title(option), COMPLAINT_EFFECTS[option])
+        for option in request.options
+        if option in COMPLAINT_EFFECTS
+    ]
+
 
 class Facts(Static):
     """What is asked, a label and a value a line; a long value (a complaint's summary) wraps
     under its value, not under the labels."""
 
-    def __init__(self, facts: list[tuple[str, str]], *, id: str) -> None:
+    def __init__(
+        self,
+        facts: list[tuple[str, str]],
+        *,
+        id: str,
+        label_width: int = LABEL_WIDTH,
+        value_style: str = "bold",
+    ) -> None:
         super().__init__(id=id, markup=False)
         self._facts = facts
+        self._label_width = label_width
+        self._value_style = value_style
+
+    def show(self, facts: list[tuple[str, str]]) -> None:
+        self._facts = facts
+        self.refresh(layout=True)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._lines(width))
@@ -123,14 +172,19 @@ class Facts(Static):
         return Content("\n").join(self._lines(self.content_region.width or 70))
 
     def _lines(self, width: int) -> list[Content]:
-        wrap_at = max(width - LABEL_WIDTH, 10)
+        label_width = self._label_width
+        wrap_at = max(width - label_width, 10)
         lines: list[Content] = []
         for label, value in self._facts:
-            wrapped = Content.styled(visible(value), "bold").wrap(wrap_at) or [Content("")]
-            lines.append(Content.assemble((f"{label:<{LABEL_WIDTH}}", "dim"), wrapped[0]))
-            lines.extend(Content.assemble(" " * LABEL_WIDTH, line) for line in wrapped[1:])
+            wrapped = Content.styled(visible(value), self._value_style).wrap(wrap_at)
+            wrapped = wrapped or [Content("")]
+            lines.append(Content.assemble((f"{label:<{label_width}}", "dim"), wrapped[0]))
+            lines.extend(Content.assemble(" " * label_width, line) for line in wrapped[1:])
         return lines
 
+
+# "Senior review" and a space: the effects' labels are the buttons' titles.
+EFFECT_LABEL_WIDTH = 15
 
 # Notifications said at once in the dialog, at most; and their severities, mildest first.
 NOTICES_SHOWN = 2
@@ -149,8 +203,20 @@ SHORT_BELOW = 30
 TINY_BELOW = 24
 
 
+@dataclass
+class RequestReread(Message):
+    """The request as it stands now (the ledger and the audit log read again)."""
+
+    request: ApprovalRequest
+
+
+Reread = Callable[[ApprovalRequest], ApprovalRequest]
+
+
 class ApprovalScreen(ModalScreen[str | None]):
-    """Dismissed with the chosen option, or None when the person decides later."""
+    """Dismissed with the chosen option, or None when the person decides later. `reread`
+    (called off the event loop) gives the request as it stands when the dialog opens: asked
+    a while ago, its order may have been refunded or decided on elsewhere since."""
 
     CSS_PATH = "approval.tcss"
     # (Not annotated ClassVar: see ThreadsScreen.)
@@ -179,10 +245,19 @@ class ApprovalScreen(ModalScreen[str | None]):
     # decision: a person looks at the chosen button before confirming it.
     CONFIRM_GAP: ClassVar[float] = 0.25
 
-    def __init__(self, request: ApprovalRequest, reviewer: Reviewer) -> None:
+    def __init__(
+        self,
+        request: ApprovalRequest,
+        reviewer: Reviewer,
+        *,
+        reread: Reread | None = None,
+        on_reread: Callable[[ApprovalRequest], None] | None = None,
+    ) -> None:
         super().__init__()
         self.request = request
         self.reviewer = reviewer
+        self._reread = reread
+        self._on_reread = on_reread
         self.armed = False
         # What was typed while the keys slept: the chat gives it back to the message box.
         self.typed = ""
@@ -211,6 +286,14 @@ class ApprovalScreen(ModalScreen[str | None]):
                 yield Facts(_facts(self.request), id="approval-facts")
                 yield Static(Content("Checks that led here"), classes="section-title")
                 yield Static(self._gates_content(), id="approval-gates")
+                if answers := effects(request):
+                    yield Static(Content("What each answer does"), classes="section-title")
+                    yield Facts(
+                        answers,
+                        id="approval-effects",
+                        label_width=EFFECT_LABEL_WIDTH,
+                        value_style="",
+                    )
             with Vertical(id="approval-footer"):
                 yield Static(id="approval-notice", markup=False)
                 with Horizontal(id="approval-options"):
@@ -310,6 +393,28 @@ class ApprovalScreen(ModalScreen[str | None]):
         # The details have the focus, not a button: Enter alone decides nothing.
         self.query_one("#approval-body").focus()
         self._sleep()
+        if self._reread is not None:
+            self._read_again(self._reread)
+
+    @work(thread=True, exit_on_error=False, group="approval-reread")
+    def _read_again(self, reread: Reread) -> None:
+        """The ledger and the audit log read for this request, off the event loop. A failed
+        read leaves the request as it was asked (the decision still meets the ledger)."""
+        try:
+            now = reread(self.request)
+        except Exception:
+            log.exception("reading the ledger for the approval failed")
+            return
+        self.post_message(RequestReread(now))
+
+    @on(RequestReread)
+    def _reread_shown(self, message: RequestReread) -> None:
+        self.request = message.request
+        self.query_one("#approval-message", Static).update(Content(visible(headline(self.request))))
+        self.query_one("#approval-facts", Facts).show(_facts(self.request))
+        self.query_one("#approval-gates", Static).update(self._gates_content())
+        if self._on_reread is not None:
+            self._on_reread(self.request)
 
     def _sleep(self) -> None:
         """Keys and buttons off until no key has come for ARM_DELAY seconds."""

@@ -14,8 +14,6 @@ from shopbot_tui.chat.messages import EscalationClosed
 from shopbot_tui.chat.notices import (
     NO_ENGINE,
     STILL_ANSWERING,
-    STILL_LOADING,
-    STILL_OPENING,
     WAITS_FOR_DECISION,
 )
 from shopbot_tui.chat.stored_thread import export_transcript
@@ -24,6 +22,7 @@ from shopbot_tui.ids import new_thread_id
 if TYPE_CHECKING:
     from agents.facade import ShopBotEngine
     from shopbot_tui.audit.connections import AuditConnections
+    from shopbot_tui.audit.screen import OpenAt
     from shopbot_tui.chat.screen import ChatScreen
     from shopbot_tui.threads.views import ViewName
 
@@ -36,6 +35,8 @@ class ChatCommands:
         self._chat = chat
         # The audit viewer's, kept between openings (see audit_connections).
         self._audit_connections: AuditConnections | None = None
+        # (thread id, text) of a message sent before its conversation could take it.
+        self._when_ready: tuple[str, str] | None = None
 
     def close(self) -> None:
         """The chat is going: close what the commands kept open."""
@@ -50,10 +51,13 @@ class ChatCommands:
         if not text:
             # Nothing typed (an Enter more, as after deciding in the dialog): nothing to say.
             return
-        if engine is None:
-            chat.notices.not_sent(STILL_LOADING if chat.engine_error is None else NO_ENGINE)
-        elif not chat.thread_ready:
-            chat.notices.not_sent(STILL_OPENING)
+        if engine is None and chat.engine_error is not None:
+            chat.notices.not_sent(NO_ENGINE)
+        elif engine is None or not chat.thread_ready:
+            # Sent once the conversation can take it (`send_when_ready`): refused, it had to
+            # be sent again, and the first thing a person does is type.
+            self._when_ready = (thread_id, text)
+            chat.notices.sending_when_ready(loading=engine is None)
         elif thread_id in chat.busy:
             chat.notices.not_sent(STILL_ANSWERING)
         elif chat.pending is not None:
@@ -67,6 +71,24 @@ class ChatCommands:
                 text=text,
             )
 
+    def send_when_ready(self) -> None:
+        """The open conversation can take a message: the one sent while the engine loaded or
+        the conversation opened goes now, if it is still in the box (cleared or changed
+        there, it was taken back). Another conversation opened meanwhile took it along as
+        its draft, unsent."""
+        chat = self._chat
+        waiting = self._when_ready
+        if waiting is None or chat.engine is None or not chat.thread_ready:
+            return  # (opened again meanwhile: once that opening is done)
+        self._when_ready = None
+        thread_id, text = waiting
+        if thread_id == chat.thread_id and chat.message_input.value.startswith(text):
+            self.send(text)
+
+    def forget_waiting_message(self) -> None:
+        """The engine could not start: the message stays in the box, unsent."""
+        self._when_ready = None
+
     def stop_reply(self) -> None:
         """Stop the open thread's running turn (esc): it ends with a note saying so, and
         whatever it streamed that no ReplyDone confirmed goes, as for any unfinished reply."""
@@ -75,7 +97,7 @@ class ChatCommands:
         if engine is None:
             return
         if chat.turns.stop(thread_id, engine):
-            chat.panel.show_agent(chat.panel.agent, "stopping…")
+            chat.show_agent(chat.panel.agent, "stopping…")
         elif thread_id in chat.turns.busy and thread_id not in chat.turns.stopping:
             # Too late: said, or esc would seem broken.
             chat.notices.cannot_stop(paying=engine.paying_refund(thread_id))
@@ -94,8 +116,12 @@ class ChatCommands:
         chat = self._chat
         if self._engine() is None:
             return
-        await chat.open_thread(new_thread_id(), chat.session_customer)
-        chat.notices.new_conversation(chat.thread_id)
+        # The open conversation's customer (ctrl+n is "the same customer"), none for one begun
+        # without: the customer named last in another conversation was a guess, and whose
+        # orders a conversation may see is never guessed. Only the customer it was opened for
+        # and is not (another's, or begun without one) comes first: the notice offered it.
+        await chat.open_thread(new_thread_id(), chat.customer_refused or chat.customer)
+        chat.notices.new_conversation(chat.thread_id, chat.customer)
 
     def choose_thread(self, view: ViewName = "all") -> None:
         """The conversation list, showing `view` (what needs a person, or all)."""
@@ -120,7 +146,6 @@ class ChatCommands:
                 waiting=engine.waiting_for_decision,
                 count_threads=engine.count_threads,
                 current_thread=chat.thread_id,
-                customer=chat.session_customer,
                 settings=chat.settings,
                 view=view,
             ),
@@ -209,14 +234,16 @@ class ChatCommands:
             callback=self._open_from_audit,
         )
 
-    async def _open_from_audit(self, thread_id: str | None) -> None:
+    async def _open_from_audit(self, at: OpenAt | None) -> None:
+        """Open the conversation of the event `o` was pressed on, scrolled to that moment
+        (it opened at its end), the open one too."""
         chat = self._chat
-        if thread_id is None or thread_id == chat.thread_id or (engine := self._engine()) is None:
+        if at is None or (engine := self._engine()) is None:
             return
-        info = await asyncio.to_thread(engine.thread, thread_id)
+        info = await asyncio.to_thread(engine.thread, at.thread_id)
         if info is None:
             # Events outlive their conversation's listing (another ShopBot home's threads
             # file, a test run): opening it would start an empty conversation of that name.
-            chat.notices.thread_not_listed(thread_id)
+            chat.notices.thread_not_listed(at.thread_id)
             return
-        await chat.open_thread(thread_id, info.customer)
+        await chat.open_thread(at.thread_id, info.customer, at=at.ts)

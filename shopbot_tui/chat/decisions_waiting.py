@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 from textual.timer import Timer
 
+from shopbot_tui.chat.escalations_said import EscalationsSaid
+
 if TYPE_CHECKING:
     from textual.worker import Worker
 
@@ -45,6 +47,8 @@ class DecisionsRead(Message):
     replies: frozenset[str] = frozenset()
     # Which read this is (`DecisionsWaiting.look` counts them): 0, a read told as it is.
     number: int = 0
+    # The first read's: the escalations told about before, by this app or an earlier run.
+    said_before: frozenset[tuple[str, str]] = frozenset()
 
 
 class DecisionsWaiting:
@@ -69,6 +73,10 @@ class DecisionsWaiting:
         # newer one saw, which the next read would then say (and ring) again.
         self._reads_started = 0
         self._newest_read = 0
+        # Escalations said, kept across launches: the first read loads them, and what this
+        # app has seen is kept there whenever it changes (said once, not at every start).
+        self._said_file = EscalationsSaid(chat.settings.home)
+        self._said_kept: frozenset[tuple[str, str]] | None = None
 
     def start(self) -> None:
         """The engine is up: count now, and again every few seconds."""
@@ -86,12 +94,17 @@ class DecisionsWaiting:
         replies = frozenset(self._replies_to_say)  # ended before this read: it sees them
         self._reads_started += 1
         number = self._reads_started
+        said_file = self._said_file if self._said_kept is None else None
 
         async def read() -> None:
             try:
                 # One trip off the event loop for both reads (this runs every few seconds).
-                threads, escalations = await asyncio.to_thread(
-                    lambda: (engine.waiting_for_decision(), engine.escalations())
+                threads, escalations, said = await asyncio.to_thread(
+                    lambda: (
+                        engine.waiting_for_decision(),
+                        engine.escalations(),
+                        said_file.load() if said_file is not None else frozenset(),
+                    )
                 )
             except Exception:
                 # (A locked or damaged registry is said where it matters, on opening.)
@@ -99,7 +112,7 @@ class DecisionsWaiting:
                 if open_next:
                     chat.notices.thread_unreadable("The list of conversations could not be read.")
                 return
-            chat.post_message(DecisionsRead(threads, open_next, escalations, replies, number))
+            chat.post_message(DecisionsRead(threads, open_next, escalations, replies, number, said))
 
         worker: Worker[None] = chat.run_worker(
             read,
@@ -135,7 +148,10 @@ class DecisionsWaiting:
         chat.escalation = here[0] if here else None
         chat.panel.show_escalations(chat.escalation, others=len(message.escalations) - len(here))
         chat.sync_bindings()
+        if self._said_kept is None:
+            self._said_kept = message.said_before
         said = self._say_new_escalations(message.escalations)
+        self._keep_said()
         self._say_replies(message.replies, escalated=said)
         new = [info for info in self.elsewhere if info.thread_id not in self._seen]
         # Not a thread still answering here: the registry may show the decision it is
@@ -185,6 +201,12 @@ class DecisionsWaiting:
         open_thread = chat.thread_id
         in_background = chat.busy - {open_thread}
         seen = self._escalations_seen
+        if seen is None:
+            # Told about at an earlier start, or as it happened: not said again now.
+            seen = {key for key in self._said_kept or () if key[0] not in in_background}
+            at_start = True
+        else:
+            at_start = False
         # (One seen while its conversation was open, left answering since, stays seen.)
         self._escalations_seen = {
             (e.thread_id, e.since)
@@ -196,8 +218,23 @@ class DecisionsWaiting:
             for e in escalations
             if e.thread_id != open_thread
             and e.thread_id not in in_background
-            and (seen is None or (e.thread_id, e.since) not in seen)
+            and (e.thread_id, e.since) not in seen
         ]
         if new:
-            chat.notices.escalated(new, at_start=seen is None)
+            chat.notices.escalated(new, at_start=at_start)
         return {e.thread_id for e in new}
+
+    def _keep_said(self) -> None:
+        """Keep the escalations seen open, off the event loop, when they changed: a later
+        start says only those it has not told about."""
+        seen = frozenset(self._escalations_seen or ())
+        if seen == self._said_kept:
+            return
+        self._said_kept = seen
+        said_file = self._said_file
+        self._chat.run_worker(
+            asyncio.to_thread(said_file.save, seen),
+            group="escalations-said",
+            description="keep the escalations said",
+            exit_on_error=False,
+        )

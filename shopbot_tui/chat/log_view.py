@@ -22,6 +22,8 @@ from shopbot_tui.widgets.chat_history import history_widgets
 from shopbot_tui.widgets.conversation import ChatLog, CustomerMessage, SystemNote
 
 if TYPE_CHECKING:
+    from textual.widget import Widget
+
     from agents.facade import ChatLine
     from shopbot_tui.chat.notices import ChatNotices
 
@@ -40,6 +42,8 @@ class ThreadView:
         # Whether to show the thread again from its transcript when its running turn ends.
         self.reopen_after_turn = False
         self.last_reply = ""
+        # (When each line of the history shown was said, and its widget.)
+        self._said_at: list[tuple[str, Widget]] = []
 
     async def leave(self) -> None:
         """Another thread (or this one again) is opened: drop what no ReplyDone confirmed."""
@@ -58,10 +62,27 @@ class ThreadView:
         self, lines: Sequence[ChatLine], hidden_lines: int, customer: str | None
     ) -> None:
         log = self._log()
-        await log.mount_all(history_widgets(lines, hidden_lines, customer))
+        widgets = history_widgets(lines, hidden_lines, customer)
+        await log.mount_all(widgets)
+        # (The widgets after the note of hidden lines, if any, are the lines, in order.)
+        shown = widgets[len(widgets) - len(lines) :]
+        self._said_at = list(zip([line.ts for line in lines], shown, strict=True))
         log.scroll_end(animate=False, immediate=True)
         replies = [line.text for line in lines if line.role == "assistant"]
         self.last_reply = replies[-1] if replies else ""
+
+    def show_moment(self, ts: str) -> None:
+        """Scroll to what was said up to `ts` (an audit event's time), marked, with what
+        follows below it: the event's conversation opened there, not at its end."""
+        before = [widget for said, widget in self._said_at if said <= ts]
+        target = before[-1] if before else next((w for _, w in self._said_at), None)
+        if target is None:
+            return
+        log = self._log()
+        log.release_anchor()  # (back to the end, and following it, with the next message)
+        target.add_class("-at-event")
+        # Once laid out: the widgets were only just mounted.
+        log.call_after_refresh(log.scroll_to_widget, target, top=True, animate=False)
 
     def take_held(self) -> list[HeldLive]:
         """The history is shown: what the turn reported meanwhile, to show now, in order;

@@ -22,10 +22,11 @@ if TYPE_CHECKING:
 
 # A palette command that needs the engine, chosen before it is up (its key is off till then).
 ENGINE_LOADING = "ShopBot is still loading the engine; try again in a moment."
+# A message sent before the conversation can take it goes once it can.
+SENT_WHEN_LOADED = "ShopBot is still loading the engine; your message goes as soon as it is up."
+SENT_WHEN_OPEN = "The conversation is still opening; your message goes as soon as it is open."
 # Why a message was not sent; the text stays in the box.
-STILL_LOADING = "ShopBot is still loading the engine; your message is kept."
 NO_ENGINE = "ShopBot could not start (see the conversation); your message is kept."
-STILL_OPENING = "The conversation is still opening; your message is kept."
 STILL_ANSWERING = (
     "ShopBot is still answering. Send this when the reply is done, or press esc to stop the "
     "reply; your message is kept."
@@ -88,6 +89,11 @@ class ChatNotices:
 
     def not_sent(self, reason: str) -> None:
         self._screen.notify(reason, title="Not sent", severity="warning", markup=False)
+
+    def sending_when_ready(self, *, loading: bool) -> None:
+        self._screen.notify(
+            SENT_WHEN_LOADED if loading else SENT_WHEN_OPEN, title="Sending soon", markup=False
+        )
 
     def engine_loading(self) -> None:
         self._screen.notify(ENGINE_LOADING, title="Not yet", severity="warning")
@@ -166,8 +172,16 @@ class ChatNotices:
             markup=False,
         )
 
-    def new_conversation(self, thread_id: str) -> None:
-        self._screen.notify(f"New conversation {thread_id}.", markup=False)
+    def new_conversation(self, thread_id: str, customer: str | None) -> None:
+        """Said with whom it is for: ctrl+n takes the open conversation's customer."""
+        if customer:
+            text = f"New conversation {thread_id} for {customer}."
+        else:
+            text = (
+                f"New conversation {thread_id}, without a customer: ctrl+t starts one for a "
+                "customer."
+            )
+        self._screen.notify(text, markup=False)
 
     def provider_retrying(self, message: ProviderRetrying) -> None:
         self._screen.notify(

@@ -13,17 +13,18 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input, LoadingIndicator
+from textual.widgets import Footer, Header, Input, LoadingIndicator
 from textual.worker import Worker, WorkerState
 
-from agents.facade import OFFLINE_MODEL_LABEL, Settings
+from agents.facade import OFFLINE_MODEL_LABEL, Settings, visible
 from shopbot_tui.chat.approval_flow import ApprovalFlow
 from shopbot_tui.chat.commands import ChatCommands
 from shopbot_tui.chat.decisions_waiting import DecisionsRead, DecisionsWaiting
 from shopbot_tui.chat.drafts import Drafts
+from shopbot_tui.chat.keys import CHAT_BINDINGS, KeyState
 from shopbot_tui.chat.log_view import ThreadView
 from shopbot_tui.chat.messages import (
     AgentSwitched,
@@ -51,6 +52,7 @@ from shopbot_tui.toasts import hide_covered_toasts
 from shopbot_tui.widgets.conversation import ChatLog, SystemNote
 from shopbot_tui.widgets.message_box import MessageBox
 from shopbot_tui.widgets.side_panel import ENGINE_NOT_RUNNING, SidePanel
+from shopbot_tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
     from agents.facade import ApprovalRequest, Escalation, ShopBotEngine
@@ -70,67 +72,7 @@ class ChatScreen(Screen[None]):
         (0, "-narrow"),
         (NARROW_BELOW, "-wide"),
     ]
-    # Short descriptions, and copy/export only in the command palette (ctrl+p), so the keys
-    # that matter (and the app's ctrl+q) fit the footer of an 80- or even 70-column terminal.
-    BINDINGS: ClassVar[list[BindingType]] = [
-        # Tooltips read on from the description (the keys panel shows them side by side).
-        Binding(
-            "ctrl+n",
-            "new_thread",
-            "New",
-            tooltip="A conversation for the same customer",
-            id="chat.new_thread",
-        ),
-        Binding(
-            "ctrl+t",
-            "threads",
-            "Conversations",
-            tooltip="Open or start a conversation",
-            id="chat.threads",
-        ),
-        Binding("ctrl+r", "decide", "Decide", tooltip="Reopen the approval", id="chat.decide"),
-        # Not in the footer: the side panel (or a notification) says when it has work.
-        Binding(
-            "ctrl+o",
-            "next_decision",
-            "Next decision",
-            show=False,
-            tooltip="Open the conversation waiting longest for a decision",
-            id="chat.next_decision",
-        ),
-        # In the footer only while the open conversation is escalated (check_action).
-        Binding(
-            "ctrl+g",
-            "escalation_handled",
-            "Handled",
-            tooltip="Mark this conversation's escalation handled (your name goes in the log)",
-            id="chat.escalation_handled",
-        ),
-        Binding(
-            "ctrl+l",
-            "audit_log",
-            "Audit",
-            tooltip="Log of every check and decision",
-            id="chat.audit_log",
-        ),
-        Binding("ctrl+y", "copy_reply", "Copy reply", show=False, id="chat.copy_reply"),
-        Binding("ctrl+s", "export_chat", "Export", show=False, id="chat.export"),
-        # In the footer only while the open conversation's turn runs (check_action): esc
-        # stopping a reply was found only by sending a second message while it was written.
-        # With "^g Handled" too (the longest footer) it fits 80 columns, the keys set closer
-        # below 90 (chat.tcss); at 70, "^q Quit" is off the footer until the reply ends (as
-        # beside "^r Decide" and "^g Handled"): shorter words read worse at every width.
-        Binding(
-            "escape",
-            "stop_reply",
-            "Stop reply",
-            tooltip="Its unfinished text goes; the conversation carries on",
-            id="chat.stop_reply",
-        ),
-        Binding("ctrl+b", "toggle_panel", "Side panel", show=False, id="chat.toggle_panel"),
-        Binding("pageup", "scroll_chat(-1)", "Scroll up", show=False, id="chat.page_up"),
-        Binding("pagedown", "scroll_chat(1)", "Scroll down", show=False, id="chat.page_down"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = list(CHAT_BINDINGS)  # (keys.py)
 
     def __init__(self, settings: Settings, *, thread_id: str, customer: str | None) -> None:
         super().__init__()
@@ -141,14 +83,14 @@ class ChatScreen(Screen[None]):
         # The open thread: the one messages go to, and the decision it waits for.
         self.thread_id = thread_id
         self.customer = customer
-        # Whom a new conversation (ctrl+n) is for: the last customer named, kept while a
-        # conversation begun without one is open.
-        self.session_customer = customer
+        # The customer this conversation was opened for and is not (it is another's, or began
+        # without one): the notice says ctrl+n starts one for them.
+        self.customer_refused: str | None = None
         self.pending: ApprovalRequest | None = None
         # The open thread's escalation no person has handled yet, as last read (its thread
         # may be one left since: see `escalated_here`).
         self.escalation: Escalation | None = None
-        self._binding_state: tuple[bool, ...] | None = None
+        self._key_state: KeyState | None = None
         self.turns = TurnWorkers(self)
         self.notices = ChatNotices(self)
         self.view = ThreadView(lambda: self.chat_log, self.notices)
@@ -162,17 +104,39 @@ class ChatScreen(Screen[None]):
     # --- layout ---------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        # The conversation and its customer, at every width (the side panel folds away).
+        yield Header()
         with Horizontal(id="chat-body"):
             with Vertical(id="conversation"):
                 with ChatLog(id="chat-log"), Vertical(id="loading"):
                     yield SystemNote("Loading the engine… (LangChain and LangGraph)")
                     yield LoadingIndicator()
+                yield StatusLine(
+                    model_label=self.settings.model_label, offline=self.settings.offline
+                )
                 yield MessageBox(placeholder="Message ShopBot, Enter to send", id="message")
             yield SidePanel(model_label=self.settings.model_label, offline=self.settings.offline)
         yield Footer()
 
     def on_mount(self) -> None:
-        self.panel.show_session(self.thread_id, self.customer)
+        self.show_session(self.thread_id, self.customer)
+        self.show_agent(self.panel.agent, self.panel.step)
+
+    # --- what the screen shows of the open conversation, in the panel and at every width ---
+
+    def show_agent(self, agent: str, step: str | None = None) -> None:
+        """`agent` answers, now at `step` (worded by `step_text`; None: the step shown)."""
+        self.panel.show_agent(agent, step)
+        self.query_one(StatusLine).show_agent(agent, self.panel.step)
+
+    def show_session(self, thread_id: str, customer: str | None) -> None:
+        self.panel.show_session(thread_id, customer)
+        # (Header shows it as text: Content, never markup.)
+        self.sub_title = f"{visible(customer) if customer else 'no customer'} · {thread_id}"
+
+    def show_model(self, label: str, *, offline: bool) -> None:
+        self.panel.show_model(label, offline=offline)
+        self.query_one(StatusLine).show_model(label, offline=offline)
 
     def on_unmount(self) -> None:
         self.turns.release_all()
@@ -212,20 +176,24 @@ class ChatScreen(Screen[None]):
     async def attach_engine(self, engine: ShopBotEngine) -> None:
         """The engine is up: show its model and open the start-up thread."""
         self.engine = engine
-        self.panel.show_model(engine.model_label, offline=engine.model_label == OFFLINE_MODEL_LABEL)
+        self.show_model(engine.model_label, offline=engine.model_label == OFFLINE_MODEL_LABEL)
         await self.open_thread(self.thread_id, self.customer)
         self.waiting.start()
 
     async def engine_failed(self, error: str) -> None:
         self.engine_error = error
+        self.commands.forget_waiting_message()
         await self.chat_log.remove_children()
         await self.chat_log.mount(SystemNote(f"⚠ The engine could not start: {error}"))
-        self.panel.show_agent(self.panel.agent, ENGINE_NOT_RUNNING)  # not "idle", as if ready
+        self.show_agent(self.panel.agent, ENGINE_NOT_RUNNING)  # not "idle", as if ready
         self.notices.engine_failed(error)
 
-    async def open_thread(self, thread_id: str, customer: str | None) -> None:
-        """Show `thread_id` (its whole stored history) and make it the one messages go to."""
-        await self.opener.open(thread_id, customer)
+    async def open_thread(
+        self, thread_id: str, customer: str | None, *, at: str | None = None
+    ) -> None:
+        """Show `thread_id` (its whole stored history) and make it the one messages go to;
+        `at` (a time, ISO-8601 UTC): scrolled to what was said then, not to its end."""
+        await self.opener.open(thread_id, customer, at=at)
 
     @on(ThreadLoaded)
     async def _thread_loaded(self, message: ThreadLoaded) -> None:
@@ -304,18 +272,23 @@ class ChatScreen(Screen[None]):
 
     def sync_bindings(self) -> None:
         """Refresh the footer only when what `check_action` looks at changed: a refresh
-        recomposes the whole Footer (40 ms and a layout), and turns change state many times.
-        So "copy reply" is always on (it says when there is nothing to copy): dimming it until
-        the first reply cost that recompose at the end of the first reply's stream."""
-        state = (
-            self.engine is not None,
-            self.pending is not None,
-            self.escalated_here,
-            self.reply_running,
-        )
-        if state != self._binding_state:
-            self._binding_state = state
+        recomposes the whole Footer (40 ms and a layout), and turns change state many times."""
+        state = self.key_state()
+        if state != self._key_state:
+            self._key_state = state
             self.refresh_bindings()
+
+    def key_state(self) -> KeyState:
+        return KeyState(
+            engine=self.engine is not None,
+            pending=self.pending is not None,
+            escalated=self.escalated_here,
+            reply_running=self.reply_running,
+            reply=bool(self.last_reply),
+            waiting_elsewhere=bool(self.waiting.elsewhere),
+            panel_hidden=not self.panel.display,
+            wide=self.size.width >= NARROW_BELOW,
+        )
 
     @property
     def escalated_here(self) -> bool:
@@ -329,15 +302,7 @@ class ChatScreen(Screen[None]):
         return self.thread_id in turns.busy and self.thread_id not in turns.stopping
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "stop_reply":
-            return self.reply_running
-        if action == "decide":
-            return self.pending is not None
-        if action == "escalation_handled":
-            return self.escalated_here
-        if action in ("new_thread", "threads", "export_chat", "next_decision"):
-            return True if self.engine is not None else None
-        return True
+        return self.key_state().check(action, parameters)
 
     async def action_new_thread(self) -> None:
         await self.commands.new_thread()
@@ -349,7 +314,7 @@ class ChatScreen(Screen[None]):
         if self.pending is not None:
             self.approvals.ask(self.pending)
 
-    def action_next_decision(self) -> None:
+    def action_next_decision(self, _unshown: str = "") -> None:
         self.waiting.look(open_next=True)
 
     def action_escalation_handled(self) -> None:
@@ -363,10 +328,10 @@ class ChatScreen(Screen[None]):
         self.commands.stop_reply()
         self.sync_bindings()  # stopping: esc has done what it can
 
-    def action_copy_reply(self) -> None:
+    def action_copy_reply(self, _unshown: str = "") -> None:
         self.commands.copy_reply()
 
-    def action_export_chat(self) -> None:
+    def action_export_chat(self, _unshown: str = "") -> None:
         self.commands.export()
 
     @on(ChatExported)
@@ -376,9 +341,14 @@ class ChatScreen(Screen[None]):
     def action_audit_log(self) -> None:
         self.commands.open_audit_log()
 
-    def action_toggle_panel(self) -> None:
+    def action_toggle_panel(self, _unshown: str = "") -> None:
         # Set on the widget, so it outlasts the width breakpoints (CSS) until toggled again.
         self.panel.display = not self.panel.display
+        self.sync_bindings()  # "^b Panel" while it is hidden
+
+    def on_resize(self, _event: events.Resize) -> None:
+        # (After the breakpoints' classes have hidden or shown the side panel.)
+        self.call_after_refresh(self.sync_bindings)
 
     def action_scroll_chat(self, direction: int) -> None:
         if direction < 0:

@@ -28,20 +28,23 @@ class ThreadOpener:
         self.ready = False
         # Counts openings: the history read for each carries its number.
         self.opening = 0
+        # The moment the opening is to show (an audit event's): None, the end.
+        self._at: str | None = None
 
-    async def open(self, thread_id: str, customer: str | None) -> None:
+    async def open(self, thread_id: str, customer: str | None, *, at: str | None = None) -> None:
         chat = self._chat
+        self._at = at
         await chat.view.leave()
         if thread_id != chat.thread_id:
             chat.drafts.leave(chat.thread_id, thread_id)
         chat.thread_id, chat.customer = thread_id, customer
-        chat.session_customer = customer or chat.session_customer
+        chat.customer_refused = None
         chat.pending, self.ready = None, False
         self.opening += 1
         chat.panel.show_gates([])
         # Until its state is read, not the step of the thread left behind ("answering").
-        chat.panel.show_agent(chat.panel.agent, "opening…")
-        chat.panel.show_session(thread_id, customer)
+        chat.show_agent(chat.panel.agent, "opening…")
+        chat.show_session(thread_id, customer)
         await chat.view.start_loading(chat.turns.replies_so_far.chunk(thread_id))
         chat.sync_bindings()
         opening = self.opening
@@ -81,13 +84,16 @@ class ThreadOpener:
         if stored:
             if chat.customer and chat.customer.casefold() != stored.casefold():
                 chat.notices.thread_of_another_customer(chat.thread_id, stored, chat.customer)
-            chat.customer = chat.session_customer = stored
+                chat.customer_refused = chat.customer
+            chat.customer = stored
         elif started and chat.customer:
             # Begun without a customer, it goes on without one (the engine names none now).
             chat.notices.thread_of_another_customer(chat.thread_id, None, chat.customer)
-            chat.customer = None
-        chat.panel.show_session(chat.thread_id, chat.customer)
+            chat.customer_refused, chat.customer = chat.customer, None
+        chat.show_session(chat.thread_id, chat.customer)
         await chat.view.show_history(message.lines, message.hidden_lines, chat.customer)
+        if self._at is not None:
+            chat.view.show_moment(self._at)
         chat.drafts.loaded(
             chat.thread_id, message.draft, started=started, new_draft=message.new_draft
         )
@@ -106,6 +112,7 @@ class ThreadOpener:
         if elsewhere:
             self._watch_elsewhere()
         await self._catch_up()
+        chat.commands.send_when_ready()
 
     def _watch_elsewhere(self) -> None:
         """Show the open thread again once the other process's turn on it has ended; the

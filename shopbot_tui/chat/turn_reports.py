@@ -108,11 +108,9 @@ class TurnReports:
         if message.thread_id != chat.thread_id:
             return
         if isinstance(message, AgentSwitched):
-            chat.panel.show_agent(message.agent)
+            chat.show_agent(message.agent)
         elif isinstance(message, StepUpdate):
-            chat.panel.show_agent(
-                message.agent, step_text(message.step, message.detail, message.attempt)
-            )
+            chat.show_agent(message.agent, step_text(message.step, message.detail, message.attempt))
         else:
             chat.panel.add_gate(message.gate, message.ok, message.detail)
 
@@ -132,6 +130,6 @@ class TurnReports:
             chat.panel.show_gates(gates)
             return
         if result is None:
-            chat.panel.show_agent(chat.panel.agent, step_text("idle"))
+            chat.show_agent(chat.panel.agent, step_text("idle"))
             return
         chat.approvals.wait_for(result.pending, agent=result.active_agent)

@@ -1,4 +1,5 @@
-"""The one JSON object `shopbot chat --json` and `shopbot resume --json` print on stdout.
+"""The one JSON object `shopbot chat --json` and `shopbot resume --json` print on stdout,
+and the error object the other `--json` commands print when they fail.
 
 A script reads stdout whatever happened: a turn that ran (done, awaiting approval, or failed
 at the provider) prints its result; a message or decision refused before anything ran (an
@@ -81,3 +82,21 @@ class JsonOutput:
     def _print(self, value: dict[str, Any]) -> None:
         self.printed = True
         print(safe_json(value))
+
+
+class ErrorJson:
+    """`threads`, `show`, `handled` or `audit` with `--json`, failed: one object on stdout
+    saying so, `{"status": "error", "error"}` (with the `thread_id` of `show` and `handled`,
+    null when it is not a valid one), after whatever lines it printed before it failed. A
+    script reading objects then tells an error from an event or a thread by its `status`."""
+
+    def __init__(self, thread_id: str | None, *, names_a_thread: bool) -> None:
+        self._names_a_thread = names_a_thread
+        try:
+            self.thread_id = validate_thread_id(thread_id) if thread_id is not None else None
+        except ValueError:
+            self.thread_id = None
+
+    def print_failure(self, error: str) -> None:
+        shown: dict[str, Any] = {"thread_id": self.thread_id} if self._names_a_thread else {}
+        print(safe_json({**shown, "status": "error", "error": error}))

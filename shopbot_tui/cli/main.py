@@ -35,7 +35,7 @@ try:
         visible,
         visible_line,
     )
-    from shopbot_tui.cli.json_output import JsonOutput
+    from shopbot_tui.cli.json_output import ErrorJson, JsonOutput
     from shopbot_tui.cli.parser import (
         EXIT_USAGE,
         CommandLineRefused,
@@ -205,24 +205,36 @@ def _run(settings: Settings, action: Callable[[ShopBotEngine], Awaitable[int]]) 
 
 
 JSON_COMMANDS = frozenset({"chat", "resume"})
+# The other commands with `--json`, and whether each names a thread (THREAD).
+ERROR_JSON_COMMANDS = {"threads": False, "show": True, "handled": True, "audit": False}
+FailureJson = JsonOutput | ErrorJson
 
 
-def _json_output(args: argparse.Namespace) -> JsonOutput | None:
-    """Stdout of `chat --json` and `resume --json`: one object even when they fail."""
-    if args.command in JSON_COMMANDS and args.json:
+def _json_output(args: argparse.Namespace) -> FailureJson | None:
+    """Stdout of a `--json` command: `chat` and `resume` print one object even when they
+    fail, the others their lines or, when they fail, an error object."""
+    if not getattr(args, "json", False):
+        return None
+    if args.command in JSON_COMMANDS:
         return JsonOutput(args.thread_id)
+    if (names_a_thread := ERROR_JSON_COMMANDS.get(args.command)) is not None:
+        return ErrorJson(getattr(args, "thread_id", None), names_a_thread=names_a_thread)
     return None
 
 
 def _json_output_of_refused(
     refused: CommandLineRefused, argv: Sequence[str] | None
-) -> JsonOutput | None:
-    """`chat --json` or `resume --json` on a command line their parser refused (a mistyped
-    option, a missing argument): the error object still, naming no thread, since nothing
-    on that line was understood (nor any thread read)."""
+) -> FailureJson | None:
+    """A `--json` command line its command's parser refused (a mistyped option, a missing
+    argument): the error object still, naming no thread, since nothing on that line was
+    understood (nor any thread read)."""
     words = sys.argv[1:] if argv is None else list(argv)
-    if refused.command in JSON_COMMANDS and "--json" in words:
+    if "--json" not in words:
+        return None
+    if refused.command in JSON_COMMANDS:
         return JsonOutput("")
+    if (names_a_thread := ERROR_JSON_COMMANDS.get(refused.command or "")) is not None:
+        return ErrorJson(None, names_a_thread=names_a_thread)
     return None
 
 
@@ -239,13 +251,14 @@ async def _answered(
         raise
 
 
-def _dispatch(args: argparse.Namespace, json_out: JsonOutput | None) -> int:
+def _dispatch(args: argparse.Namespace, json_out: FailureJson | None) -> int:
     refuse_app_options(args)
     if args.command == "eval":
         # Before any logging is set up in the user's home: eval never writes there.
         from shopbot_tui.cli.eval_command import run_eval
 
         return run_eval(args)
+    turn_json = json_out if isinstance(json_out, JsonOutput) else None  # chat's and resume's
     offline = bool(args.offline or getattr(args, "chat_offline", False))
     settings = Settings.from_env(offline=offline)
     from agents.facade import configure_logging
@@ -270,9 +283,9 @@ def _dispatch(args: argparse.Namespace, json_out: JsonOutput | None) -> int:
                 await _answered(
                     engine,
                     engine.run_turn(args.thread_id, args.message, customer=customer),
-                    json_out,
+                    turn_json,
                 ),
-                json_out,
+                turn_json,
             )
             if code == EXIT_OK and (count := undecodable_bytes(args.message)):
                 # Neither the reply nor the JSON shows what was sent: say it, not silently.
@@ -292,9 +305,9 @@ def _dispatch(args: argparse.Namespace, json_out: JsonOutput | None) -> int:
                         asked=args.request,
                         reviewer=Reviewer.here("command line"),
                     ),
-                    json_out,
+                    turn_json,
                 ),
-                json_out,
+                turn_json,
             )
 
         return _run(settings, resume)
@@ -325,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-def _fail(message: str, code: int, json_out: JsonOutput | None) -> int:
+def _fail(message: str, code: int, json_out: FailureJson | None) -> int:
     """The one stderr line of a failure, and with `--json` the object saying it on stdout."""
     _say(message)
     if json_out is not None:
@@ -334,7 +347,7 @@ def _fail(message: str, code: int, json_out: JsonOutput | None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    json_out: JsonOutput | None = None
+    json_out: FailureJson | None = None
     try:
         try:
             args = parse_command_line(argv)
@@ -348,11 +361,11 @@ def _main(argv: Sequence[str] | None) -> int:
         # locked, read-only): both are for the person to fix, nothing was changed.
         return _fail(str(exc), EXIT_USAGE, json_out)
     except KeyboardInterrupt:
-        if json_out is not None:
+        if isinstance(json_out, JsonOutput):
             json_out.learn_the_agent_after_a_stop()
         return _fail("interrupted", 128 + signal.SIGINT, json_out)
     except Terminated as exc:
-        if json_out is not None:
+        if isinstance(json_out, JsonOutput):
             json_out.learn_the_agent_after_a_stop()
         return _fail(f"terminated ({exc})", 128 + exc.signum, json_out)
     except BrokenPipeError:

@@ -44,6 +44,14 @@ from shopbot_tui.widgets.message_box import one_line
 # What typing or pasting over goes to the filter from: everything on the screen but the boxes.
 TYPED_OVER = (DataTable, Button, Tabs)
 
+
+class NewButton(Button):
+    """Clicked, or ctrl+n: never focused, so that one shift+tab from the filter reaches the
+    customer's name (it took two, the button coming first), and one tab from the list."""
+
+    can_focus = False
+
+
 # The list shows this many of the most recent threads; the filter searches all of them.
 SHOWN = 200
 # A terminal shorter than this (80x24 is not) compacts the dialog (threads.tcss): at 44x14 the
@@ -118,6 +126,9 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         Binding("escape", "dismiss_screen", "Close", id="threads.close"),
         Binding("ctrl+n", "new_thread", "New conversation", id="threads.new"),
         Binding("ctrl+f", "focus_filter", "Filter", id="threads.filter"),
+        # In the boxes, which have no use for them (the list takes them itself first).
+        Binding("down", "move_cursor(1)", "Next", show=False, id="threads.next"),
+        Binding("up", "move_cursor(-1)", "Previous", show=False, id="threads.previous"),
         # ctrl+t opened the list: again, it narrows it to what needs a person (a letter would
         # go to the filter, see on_key; the focused filter box keeps most other ctrl keys).
         Binding(
@@ -134,7 +145,6 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         list_threads: ListThreads,
         *,
         current_thread: str | None,
-        customer: str | None,
         settings: Settings | None = None,
         stored_drafts: Callable[[], set[str]] | None = None,
         drafts_now: Callable[[set[str]], set[str]] | None = None,
@@ -163,7 +173,6 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         self._drafted: set[str] = set()
         self._settings = settings  # to name a damaged store, should the list fail
         self._current = current_thread
-        self._customer = customer
         self._threads: list[ThreadInfo] = []
         # Whether the registry holds more than the SHOWN most recent; then what the filter
         # found in all of them, and the rows on screen now.
@@ -192,13 +201,11 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
             table.loading = True
             yield table
             yield Static(id="threads-empty")
+            # Empty each time: the name of the customer served last was taken for the next
+            # one's (ctrl+n in the chat is for the same customer).
             with Horizontal(id="new-thread"):
-                yield Input(
-                    value=self._customer or "",
-                    placeholder="Customer name (optional)",
-                    id="new-customer",
-                )
-                yield Button(new_label(self._customer), id="new", variant="primary")
+                yield Input(placeholder="Customer name (optional)", id="new-customer")
+                yield NewButton(new_label(None), id="new", variant="primary")
             # (The views' tabs say what each mark means.)
             yield Static(
                 Content.assemble(
@@ -383,6 +390,9 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         empty = self.query_one("#threads-empty", Static)
         empty.display = not table.row_count
         empty.update(empty_text(VIEW_NAMED[self._view], needle))
+        # An empty view is its words, where the rows would be (threads.tcss): under a blank
+        # table that filled the dialog, they were easy to miss at the bottom.
+        self.query_one("#threads-dialog").set_class(not table.row_count, "-empty")
         self.query_one("#threads-dialog").border_subtitle = self._subtitle()
 
     def _subtitle(self) -> Content:
@@ -431,7 +441,18 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self) -> None:
-        self.query_one("#threads", DataTable).focus()
+        """Enter in the filter opens the match selected (the first, or the one the arrows
+        moved to): a single match took two enters."""
+        table = self.query_one("#threads", DataTable)
+        if table.row_count:
+            table.action_select_cursor()
+        else:
+            table.focus()
+
+    def action_move_cursor(self, rows: int) -> None:
+        """Up and down in a box move the list's selection, as in the list itself."""
+        table = self.query_one("#threads", DataTable)
+        table.move_cursor(row=max(table.cursor_row + rows, 0))
 
     @on(DataTable.RowSelected, "#threads")
     def _open(self, event: DataTable.RowSelected) -> None:

@@ -34,6 +34,20 @@ if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from rich.markdown import Markdown as RichMarkdown
 
+# Emoji joined by a zero-width joiner (👨‍👩‍👧) are one glyph two cells wide to Rich and to a
+# terminal that joins them, and three glyphs six cells wide to one that does not (tmux):
+# there the bubble's right border moved and wrapped onto the next line. Shown side by side
+# (👨👩👧), they take as many cells everywhere. Only on screen: the stored text keeps them.
+_EMOJI_JOINER = re.compile(
+    "(?<=[\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\ufe0f\U0001f000-\U0001faff])\u200d"
+)
+
+
+def shown(text: str) -> str:
+    """Untrusted text as the conversation shows it: `visible`, emoji joins undone."""
+    return _EMOJI_JOINER.sub("", visible(text))
+
+
 # Why not Textual's `Markdown` widget fed by a `MarkdownStream`: its `append` keeps
 # `App.batch_update` open while it awaits the mounting of new blocks, and it re-mounts a
 # whole list (four widgets per item) for every token that lands in one. At 500 tokens/s
@@ -209,7 +223,7 @@ class CustomerMessage(Static):
     """What the customer wrote, exactly as written."""
 
     def __init__(self, text: str, customer: str | None) -> None:
-        super().__init__(Content(visible(text)))
+        super().__init__(Content(shown(text)))
         self.border_title = Content(visible(customer) if customer else "Customer")
 
 
@@ -231,7 +245,7 @@ class AssistantReply(Widget):
         super().__init__()
         self.agent = agent
         self.complete = complete
-        self._markdown = MarkdownLines(visible(markdown))
+        self._markdown = MarkdownLines(shown(markdown))
         self._lines: list[list[Segment]] = []
         self._lines_key: tuple[int, Style] | None = None
         self._style: Style | None = None
@@ -356,7 +370,7 @@ class AssistantReply(Widget):
 
     def replace(self, markdown: str) -> None:
         """Show `markdown` instead of what was streamed."""
-        self._markdown = MarkdownLines(visible(markdown))
+        self._markdown = MarkdownLines(shown(markdown))
         self._lines_key = None
         self._stop_timers()
         self.refresh(layout=True)  # every line may differ
@@ -484,7 +498,7 @@ class SystemNote(Static):
     """A quiet line about what happened between messages (a hand-off, a gate, a retry)."""
 
     def __init__(self, text: str) -> None:
-        super().__init__(Content(visible(text)))
+        super().__init__(Content(shown(text)))
 
 
 class ChatLog(VerticalScroll):
@@ -509,11 +523,11 @@ class ReplyWriter:
         if self.widget is None:
             self.widget = AssistantReply(self.agent, complete=False)
             await self.log.mount(self.widget)
-        self.widget.append(visible(text))
+        self.widget.append(shown(text))
 
     async def finish(self, text: str) -> None:
         """The reply is complete and `text` is exactly what the engine recorded."""
-        final = visible(text)
+        final = shown(text)
         if self.widget is None:
             self.widget = AssistantReply(self.agent, final)
             await self.log.mount(self.widget)

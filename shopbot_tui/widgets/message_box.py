@@ -9,6 +9,8 @@ from textual import events
 from textual.binding import BindingType
 from textual.widgets import Input
 
+from agents.facade import visible
+
 
 def _quiet_editing_keys() -> list[BindingType]:
     """Input's keys, working as ever but left out of the keys panel (system bindings), except
@@ -22,6 +24,10 @@ def _quiet_editing_keys() -> list[BindingType]:
         if key not in ("pageup", "pagedown")
         for binding in bindings
     ]
+
+
+# Zero-width joiner and non-joiner: they join emoji (👩‍💻) and shape Indic and Persian words.
+JOINERS = ("\u200d", "\u200c")
 
 
 def one_line(text: str) -> str:
@@ -45,11 +51,23 @@ class MessageBox(Input, inherit_bindings=False):
         kwargs.setdefault("select_on_focus", False)
         super().__init__(*args, **kwargs)
 
+    async def _on_key(self, event: events.Key) -> None:
+        # The joiners are no printable characters to Python, so `Input` dropped them: the
+        # family emoji 👨‍👩‍👧, typed or sent by a terminal key by key, arrived as three people.
+        if event.character in JOINERS:
+            event.stop()
+            event.prevent_default()
+            self.insert_text_at_cursor(event.character)
+            return
+        await super()._on_key(event)
+
     def _on_paste(self, event: events.Paste) -> None:
         # Runs before `Input._on_paste`; preventing the default skips that one.
         event.prevent_default()
         event.stop()
-        if text := one_line(event.text):
+        # Escape sequences as visible signs (␛), as the conversation shows them: raw in the
+        # box they were sent as typed, and the terminal may obey them when the box is drawn.
+        if text := visible(one_line(event.text)):
             if self.selection.is_empty:
                 self.insert_text_at_cursor(text)
             else:

@@ -23,6 +23,14 @@ GATE_DETAIL_WIDTH = 60
 ACTIVE_BADGE = " Active "
 
 
+# The conversation's labels (Model, ID, Customer) take this many columns: the values line up.
+LABEL_WIDTH = 9
+
+
+def _label(name: str) -> str:
+    return f"{name:<{LABEL_WIDTH}}"
+
+
 # The step the panel shows when the engine could not start (the conversation says why).
 ENGINE_NOT_RUNNING = "not running"
 
@@ -160,14 +168,18 @@ class SidePanel(VerticalScroll):
 
     def show_model(self, label: str, *, offline: bool) -> None:
         self._model_label, self._offline = label, offline
-        shown = (
-            (f" {visible(label)} ", "bold reverse $warning")
-            if offline
-            else (visible(label), "bold")
-        )
-        line = Content.assemble(("Model    ", "dim"), shown)
         if offline:
-            line = line.append(Content("\n         rule-based, no network"))
+            # The badge's first column is its padding: it starts one column early, so its
+            # words line up with the thread id's and the customer's.
+            line = Content.assemble(
+                (_label("Model")[:-1], "dim"),
+                (f" {visible(label)} ", "bold reverse $warning"),
+                "\n",
+                " " * LABEL_WIDTH,
+                "rule-based, no network",
+            )
+        else:
+            line = Content.assemble((_label("Model"), "dim"), (visible(label), "bold"))
         self.query_one("#model", Static).update(line)
 
     def show_waiting(self, count: int) -> None:
@@ -216,7 +228,9 @@ class SidePanel(VerticalScroll):
 
     def show_session(self, thread_id: str, customer: str | None) -> None:
         self.query_one("#thread", Static).update(
-            Content.assemble(("ID       ", "dim"), (thread_id, "bold"))
+            Content.assemble((_label("ID"), "dim"), (visible(thread_id), "bold"))
         )
         who = (visible(customer), "bold") if customer else ("not given", "dim italic")
-        self.query_one("#customer", Static).update(Content.assemble(("Customer ", "dim"), who))
+        self.query_one("#customer", Static).update(
+            Content.assemble((_label("Customer"), "dim"), who)
+        )

@@ -1,77 +1,41 @@
-"""The `shopbot` command as users' scripts run it: the installed console script, in a subprocess."""
+"""The `shopbot` command's contract with scripts: exit codes, one-line errors, `--json`
+objects and what the listings print. In-process through `main(argv)`, each command started as
+a new process would be (`Shopbot` in conftest.py); what needs a real process is in
+test_cli_process.py."""
 
 from __future__ import annotations
 
 import json
-import os
-import pty
-import re
-import signal
-import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agents.audit.log import AuditLog
-from agents.graph.context import RetryBudget
 from agents.reviewer import login_name
 from agents.store.threads import ThreadRegistry
+from tests.cli.conftest import Ran, Shopbot, one_line_error, use_budget
 from tests.support.damage import damage_thread_state, filled_audit_log, garble_past_first_page
 from tests.support.engine import files_holding
 from tests.support.fake_mistral import (
     FAKE_API_KEY,
-    Answer,
     FakeMistralServer,
     text,
-    tool_call,
 )
 
-pytestmark = pytest.mark.cli
-
-SHOPBOT = Path(sys.executable).with_name("shopbot")
-# Refunds need a known customer: the demo customer whose orders ORD-002 and ORD-005 are.
 AS_SAM = ("--customer", "Sam", "--offline")
 RESULT_KEYS = {"thread_id", "status", "reply", "active_agent", "pending"}
 
 
-def environ_for(home: Path, env: dict[str, str] | None = None) -> dict[str, str]:
-    """This process's environment without ours, and `home` as SHOPBOT_HOME."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("MISTRAL_", "SHOPBOT_"))}
-    return {**environ, "SHOPBOT_HOME": str(home), **(env or {})}
+@pytest.fixture
+def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries a hundredth of a second apart: what a failing provider is told as, not when."""
+    use_budget(monkeypatch, base_delay=0.01, max_delay=0.05)
 
 
-def run(
-    home: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [str(SHOPBOT), *args],
-        capture_output=True,
-        text=True,
-        env=environ_for(home, env),
-        timeout=120,
-        check=False,
+def test_chat_json_contract(shopbot: Shopbot, tmp_path: Path) -> None:
+    done = shopbot(
+        tmp_path, "chat", "t1", "Where is my order ORD-002?", "--customer", "Sam", "--json"
     )
-    assert "Traceback" not in done.stderr, done.stderr
-    return done
-
-
-def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("shopbot: ")
-    return lines[0]
-
-
-def test_console_script_is_installed() -> None:
-    assert SHOPBOT.exists()
-
-
-def test_chat_json_contract(tmp_path: Path) -> None:
-    done = run(tmp_path, "chat", "t1", "Where is my order ORD-002?", "--customer", "Sam", "--json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert set(result) == RESULT_KEYS
@@ -82,8 +46,8 @@ def test_chat_json_contract(tmp_path: Path) -> None:
     assert "In Transit" in result["reply"]
 
 
-def test_approval_flow_and_its_bad_inputs(tmp_path: Path) -> None:
-    ask = run(
+def test_approval_flow_and_its_bad_inputs(shopbot: Shopbot, tmp_path: Path) -> None:
+    ask = shopbot(
         tmp_path,
         "chat",
         "r1",
@@ -99,34 +63,34 @@ def test_approval_flow_and_its_bad_inputs(tmp_path: Path) -> None:
     assert pending["options"] == ["approve", "reject", "escalate"]
     assert pending["order_id"] == "ORD-005" and pending["amount"] == "59.50"
 
-    blocked = run(tmp_path, "chat", "r1", "hello?")
+    blocked = shopbot(tmp_path, "chat", "r1", "hello?")
     assert blocked.returncode == 2
     assert "waiting for a decision" in one_line_error(blocked)
-    invalid = run(tmp_path, "resume", "r1", "perhaps")
+    invalid = shopbot(tmp_path, "resume", "r1", "perhaps")
     assert invalid.returncode == 2
     assert "approve, reject, escalate" in one_line_error(invalid)
-    unknown = run(tmp_path, "resume", "nobody", "approve")
+    unknown = shopbot(tmp_path, "resume", "nobody", "approve")
     assert unknown.returncode == 2
     assert "Unknown thread" in one_line_error(unknown)
 
     # Still pending after all of that, and answered by a new process.
-    approved = run(tmp_path, "resume", "r1", "approve", "--json")
+    approved = shopbot(tmp_path, "resume", "r1", "approve", "--json")
     assert approved.returncode == 0, approved.stderr
     result = json.loads(approved.stdout)
     assert result["status"] == "done" and "REF-ORD-005-" in result["reply"]
-    decided = run(tmp_path, "audit", "--thread", "r1", "--kind", "approval_decided", "--json")
+    decided = shopbot(tmp_path, "audit", "--thread", "r1", "--kind", "approval_decided", "--json")
     detail = json.loads(decided.stdout)["detail"]
     assert (detail["decision"], detail["decided_by"], detail["via"]) == (
         "approve",
         login_name(),
         "command line",
     )
-    again = run(tmp_path, "resume", "r1", "approve")
+    again = shopbot(tmp_path, "resume", "r1", "approve")
     assert again.returncode == 2
     assert "no decision pending" in one_line_error(again)
 
 
-def refused_json(done: subprocess.CompletedProcess[str]) -> dict[str, object]:
+def refused_json(done: Ran) -> dict[str, object]:
     """The object a refused `chat`/`resume --json` prints: exit 2, the stderr line as ever,
     and that same line as the object's `error`."""
     assert done.returncode == 2, done.stderr
@@ -139,13 +103,14 @@ def refused_json(done: subprocess.CompletedProcess[str]) -> dict[str, object]:
 
 
 def test_json_refusals_print_one_error_object_and_leave_the_decision_pending(
+    shopbot: Shopbot,
     tmp_path: Path,
 ) -> None:
     # A script reading `--json` got an empty stdout for each of these (json.loads failed).
-    empty = refused_json(run(tmp_path, "chat", "n1", "   ", "--json"))
+    empty = refused_json(shopbot(tmp_path, "chat", "n1", "   ", "--json"))
     assert (empty["thread_id"], empty["active_agent"], empty["pending"]) == ("n1", None, None)
     assert "empty" in str(empty["error"])
-    unknown = refused_json(run(tmp_path, "resume", "nobody", "approve", "--json"))
+    unknown = refused_json(shopbot(tmp_path, "resume", "nobody", "approve", "--json"))
     assert (unknown["thread_id"], unknown["active_agent"], unknown["pending"]) == (
         "nobody",
         None,
@@ -153,8 +118,8 @@ def test_json_refusals_print_one_error_object_and_leave_the_decision_pending(
     )
     assert "Unknown thread" in str(unknown["error"])
 
-    assert run(tmp_path, "chat", "o1", "Where is ORD-002?").returncode == 0
-    nothing = refused_json(run(tmp_path, "resume", "o1", "approve", "--json"))
+    assert shopbot(tmp_path, "chat", "o1", "Where is ORD-002?").returncode == 0
+    nothing = refused_json(shopbot(tmp_path, "resume", "o1", "approve", "--json"))
     assert (nothing["thread_id"], nothing["active_agent"], nothing["pending"]) == (
         "o1",
         "order_agent",
@@ -162,41 +127,47 @@ def test_json_refusals_print_one_error_object_and_leave_the_decision_pending(
     )
     assert "no decision pending" in str(nothing["error"])
 
-    ask = run(tmp_path, "chat", "r1", "Refund ORD-005, it crackles", "--customer", "Sam", "--json")
+    ask = shopbot(
+        tmp_path, "chat", "r1", "Refund ORD-005, it crackles", "--customer", "Sam", "--json"
+    )
     asked = json.loads(ask.stdout)["pending"]
-    not_an_option = refused_json(run(tmp_path, "resume", "r1", "perhaps", "--json"))
-    new_message = refused_json(run(tmp_path, "chat", "r1", "hello?", "--json"))
-    stale = refused_json(run(tmp_path, "resume", "r1", "approve", "--request", "x", "--json"))
+    not_an_option = refused_json(shopbot(tmp_path, "resume", "r1", "perhaps", "--json"))
+    new_message = refused_json(shopbot(tmp_path, "chat", "r1", "hello?", "--json"))
+    stale = refused_json(shopbot(tmp_path, "resume", "r1", "approve", "--request", "x", "--json"))
     for refused in (not_an_option, new_message, stale):
         assert refused["thread_id"] == "r1" and refused["active_agent"] == "refund_agent"
         assert refused["pending"] == asked  # shown, and still the one waiting
     assert "not an option" in str(not_an_option["error"])
     assert "waiting for a decision" in str(new_message["error"])
-    approved = run(tmp_path, "resume", "r1", "approve", "--json")
+    approved = shopbot(tmp_path, "resume", "r1", "approve", "--json")
     assert approved.returncode == 0 and json.loads(approved.stdout)["status"] == "done"
 
 
-def test_json_refusals_before_the_engine_opens_print_the_object_too(tmp_path: Path) -> None:
+def test_json_refusals_before_the_engine_opens_print_the_object_too(
+    shopbot: Shopbot, tmp_path: Path
+) -> None:
     # A setting refused before any thread is looked at, and an id that names no thread.
     bad_key = {"MISTRAL_API_KEY": "two words"}
-    setting = refused_json(run(tmp_path, "chat", "k1", "hi", "--json", env=bad_key))
+    setting = refused_json(shopbot(tmp_path, "chat", "k1", "hi", "--json", env=bad_key))
     assert (setting["thread_id"], setting["active_agent"], setting["pending"]) == (
         "k1",
         None,
         None,
     )
-    not_an_id = refused_json(run(tmp_path, "resume", "bad id!", "approve", "--json"))
+    not_an_id = refused_json(shopbot(tmp_path, "resume", "bad id!", "approve", "--json"))
     assert not_an_id["thread_id"] is None
     assert "Invalid thread id" in str(not_an_id["error"])
 
 
-def test_resume_with_the_request_named_never_decides_one_asked_anew(tmp_path: Path) -> None:
+def test_resume_with_the_request_named_never_decides_one_asked_anew(
+    shopbot: Shopbot, tmp_path: Path
+) -> None:
     refund = "Refund ORD-005, it crackles at any volume"
-    ask = run(tmp_path, "chat", "rq", refund, "--customer", "Sam", "--json")
+    ask = shopbot(tmp_path, "chat", "rq", refund, "--customer", "Sam", "--json")
     first = json.loads(ask.stdout)["pending"]["request_id"]
     # Meanwhile another script rejects it, and the customer asks again: a new request.
-    assert run(tmp_path, "resume", "rq", "reject", "--request", first).returncode == 0
-    again = run(tmp_path, "chat", "rq", f"{refund}, please reconsider", "--json")
+    assert shopbot(tmp_path, "resume", "rq", "reject", "--request", first).returncode == 0
+    again = shopbot(tmp_path, "chat", "rq", f"{refund}, please reconsider", "--json")
     second_pending = json.loads(again.stdout)["pending"]
     second = second_pending["request_id"]
     assert second != first and len(second) == 12
@@ -208,27 +179,27 @@ def test_resume_with_the_request_named_never_decides_one_asked_anew(tmp_path: Pa
         "rq",
     )
     # "approve" meant the first request: nothing is decided, the new one still waits.
-    stale = run(tmp_path, "resume", "rq", "approve", "--request", first)
+    stale = shopbot(tmp_path, "resume", "rq", "approve", "--request", first)
     assert stale.returncode == 2
     assert "now waits for another decision" in one_line_error(stale)
     with ThreadRegistry(tmp_path / "shopbot.sqlite") as registry:
         info = registry.get("rq")
         assert info is not None and info.status == "awaiting_approval"
-    done = run(tmp_path, "resume", "rq", "approve", "--request", second, "--json")
+    done = shopbot(tmp_path, "resume", "rq", "approve", "--request", second, "--json")
     assert done.returncode == 0, done.stderr
     assert "REF-ORD-005-" in json.loads(done.stdout)["reply"]
 
 
-def test_plain_text_output_says_how_to_decide(tmp_path: Path) -> None:
-    done = run(
+def test_plain_text_output_says_how_to_decide(shopbot: Shopbot, tmp_path: Path) -> None:
+    done = shopbot(
         tmp_path, "chat", "r2", "Refund ORD-001, the left earcup broke", "--customer", "Alex"
     )
     assert done.returncode == 0
     assert "Waiting for approval: refund of ORD-001" in done.stdout
     assert "shopbot resume r2 approve|reject|escalate --request " in done.stdout
     assert "decided before" not in done.stdout
-    assert run(tmp_path, "resume", "r2", "escalate").returncode == 0
-    again = run(tmp_path, "chat", "r2", "Refund ORD-001 please, the left earcup is broken")
+    assert shopbot(tmp_path, "resume", "r2", "escalate").returncode == 0
+    again = shopbot(tmp_path, "chat", "r2", "Refund ORD-001 please, the left earcup is broken")
     assert f"; decided before: escalated by {login_name()} (command line), " in again.stdout
 
 
@@ -253,9 +224,9 @@ def test_plain_text_output_says_how_to_decide(tmp_path: Path) -> None:
     ],
 )
 def test_bad_usage_exits_2_with_one_line(
-    tmp_path: Path, args: tuple[str, ...], expected: str
+    shopbot: Shopbot, tmp_path: Path, args: tuple[str, ...], expected: str
 ) -> None:
-    done = run(tmp_path, *args)
+    done = shopbot(tmp_path, *args)
     assert done.returncode == 2
     assert expected in one_line_error(done)
 
@@ -270,10 +241,10 @@ def test_bad_usage_exits_2_with_one_line(
     ],
 )
 def test_the_app_refuses_to_start_with_a_customer_or_thread_it_cannot_use(
-    tmp_path: Path, args: tuple[str, ...], expected: list[str]
+    shopbot: Shopbot, tmp_path: Path, args: tuple[str, ...], expected: list[str]
 ) -> None:
     # Starting anyway without the customer would switch the ownership gate off.
-    done = run(tmp_path, "--offline", *args)
+    done = shopbot(tmp_path, "--offline", *args)
     assert done.returncode == 2
     line = one_line_error(done)
     assert all(part in line for part in expected)
@@ -281,58 +252,66 @@ def test_the_app_refuses_to_start_with_a_customer_or_thread_it_cannot_use(
     assert done.stdout == ""  # no screen was drawn
 
 
-def test_threads_and_audit_json_lines(tmp_path: Path) -> None:
-    run(tmp_path, "chat", "a1", "Where is ORD-001?", "--customer", "Alex")
-    run(tmp_path, "chat", "a2", "Where is ORD-002?", "--customer", "Sam")
-    threads = [json.loads(line) for line in run(tmp_path, "threads", "--json").stdout.splitlines()]
+def test_threads_and_audit_json_lines(shopbot: Shopbot, tmp_path: Path) -> None:
+    shopbot(tmp_path, "chat", "a1", "Where is ORD-001?", "--customer", "Alex")
+    shopbot(tmp_path, "chat", "a2", "Where is ORD-002?", "--customer", "Sam")
+    threads = [
+        json.loads(line) for line in shopbot(tmp_path, "threads", "--json").stdout.splitlines()
+    ]
     assert [t["thread_id"] for t in threads] == ["a2", "a1"]
     assert threads[0]["customer"] == "Sam"
-    audit = run(tmp_path, "audit", "--thread", "a1", "--json")
+    audit = shopbot(tmp_path, "audit", "--thread", "a1", "--json")
     events = [json.loads(line) for line in audit.stdout.splitlines()]
     assert events and all(
         set(e) == {"id", "ts", "thread_id", "agent", "kind", "detail"} for e in events
     )
     assert {e["thread_id"] for e in events} == {"a1"}
     assert [e["id"] for e in events] == sorted((e["id"] for e in events), reverse=True)
-    tools = run(tmp_path, "audit", "--kind", "tool_called", "--json").stdout.splitlines()
+    tools = shopbot(tmp_path, "audit", "--kind", "tool_called", "--json").stdout.splitlines()
     assert {json.loads(line)["detail"]["tool"] for line in tools} == {"lookup_order"}
 
 
-def test_audit_of_a_known_thread_with_no_matching_event_prints_nothing(tmp_path: Path) -> None:
-    run(tmp_path, "chat", "a1", "Where is ORD-001?", "--customer", "Alex")
-    done = run(tmp_path, "audit", "--thread", "a1", "--kind", "provider_error")
+def test_audit_of_a_known_thread_with_no_matching_event_prints_nothing(
+    shopbot: Shopbot, tmp_path: Path
+) -> None:
+    shopbot(tmp_path, "chat", "a1", "Where is ORD-001?", "--customer", "Alex")
+    done = shopbot(tmp_path, "audit", "--thread", "a1", "--kind", "provider_error")
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
 
-def test_threads_lists_every_conversation(tmp_path: Path) -> None:
+def test_threads_lists_every_conversation(shopbot: Shopbot, tmp_path: Path) -> None:
     with ThreadRegistry(tmp_path / "shopbot.sqlite") as registry:
         for number in range(250):
             registry.ensure(f"t-{number:03d}", customer="Sam")
-    listed = run(tmp_path, "threads", "--json").stdout.splitlines()
+    listed = shopbot(tmp_path, "threads", "--json").stdout.splitlines()
     assert len(listed) == 250  # not only the 200 the app's list shows at first
     assert json.loads(listed[-1])["thread_id"] == "t-000"
 
 
-def test_audit_text_finds_events_showing_every_term_as_printed(tmp_path: Path) -> None:
-    run(tmp_path, "chat", "s1", "Where is my order ORD-001?", "--customer", "Alex")
+def test_audit_text_finds_events_showing_every_term_as_printed(
+    shopbot: Shopbot, tmp_path: Path
+) -> None:
+    shopbot(tmp_path, "chat", "s1", "Where is my order ORD-001?", "--customer", "Alex")
     misread = "I want a refund for ORD-01, it broke after a week"
-    run(tmp_path, "chat", "s2", misread, "--customer", "Alex")
-    failed = run(tmp_path, "audit", "--text", "gate=order_id ok=false").stdout.splitlines()
+    shopbot(tmp_path, "chat", "s2", misread, "--customer", "Alex")
+    failed = shopbot(tmp_path, "audit", "--text", "gate=order_id ok=false").stdout.splitlines()
     assert failed and all("  gate_failed  gate=order_id ok=false " in line for line in failed)
-    passed = run(tmp_path, "audit", "--thread", "s1", "--text", "order_id=ORD-001 ok=true")
+    passed = shopbot(tmp_path, "audit", "--thread", "s1", "--text", "order_id=ORD-001 ok=true")
     lines = passed.stdout.splitlines()
     assert len(lines) >= 2 and all("  gate_passed  " in line for line in lines)
     assert all(" ok=true " in line for line in lines)
     # Quotes and FTS5 operators are text: an answer, never an SQL error.
     for search in ['"', '"unterminated', "NEAR(ok", "ok=true AND -gate*", "(", ":"]:
-        done = run(tmp_path, "audit", "--text", search)
+        done = shopbot(tmp_path, "audit", "--text", search)
         assert (done.returncode, done.stderr) == (0, ""), search
-    too_many = run(tmp_path, "audit", "--text", " ".join(f"w{n}" for n in range(101)))
+    too_many = shopbot(tmp_path, "audit", "--text", " ".join(f"w{n}" for n in range(101)))
     assert too_many.returncode == 2
     assert one_line_error(too_many).startswith("shopbot: The search has 101 words; at most 100")
 
 
-def test_audit_since_and_until_take_dates_and_times_in_any_zone(tmp_path: Path) -> None:
+def test_audit_since_and_until_take_dates_and_times_in_any_zone(
+    shopbot: Shopbot, tmp_path: Path
+) -> None:
     with AuditLog(tmp_path / "shopbot.sqlite") as audit:
         audit.append_many(
             {"kind": "turn_started", "thread_id": thread, "ts": ts}
@@ -344,7 +323,7 @@ def test_audit_since_and_until_take_dates_and_times_in_any_zone(tmp_path: Path) 
         )
 
     def threads(*window: str) -> list[str]:
-        done = run(tmp_path, "audit", *window, "--json")
+        done = shopbot(tmp_path, "audit", *window, "--json")
         assert done.returncode == 0, done.stderr
         return [json.loads(line)["thread_id"] for line in done.stdout.splitlines()]
 
@@ -353,32 +332,35 @@ def test_audit_since_and_until_take_dates_and_times_in_any_zone(tmp_path: Path) 
     # 02:00 at UTC+1 is 01:00 UTC: `--since` includes it, `--until` does not.
     assert threads("--since", "2026-11-30T02:00+01:00") == ["morning", "small-hours"]
     assert threads("--since", "2026-11-29", "--until", "2026-11-30T02:00+01:00") == ["late-night"]
-    bad = run(tmp_path, "audit", "--since", "yesterday")
+    bad = shopbot(tmp_path, "audit", "--since", "yesterday")
     assert bad.returncode == 2
     assert "not an ISO-8601 date or time: 'yesterday'" in one_line_error(bad)
 
 
-def test_provider_down_exits_1_and_keeps_the_thread(tmp_path: Path) -> None:
+@pytest.mark.usefixtures("quick_retries")
+def test_provider_down_exits_1_and_keeps_the_thread(shopbot: Shopbot, tmp_path: Path) -> None:
     dead = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": "http://127.0.0.1:9/v1"}
-    done = run(tmp_path, "chat", "p1", "Where is ORD-001?", "--json", env=dead)
+    done = shopbot(tmp_path, "chat", "p1", "Where is ORD-001?", "--json", env=dead)
     assert done.returncode == 1
     result = json.loads(done.stdout)
     assert (result["status"], result["reply"]) == ("error", None)  # nothing said: null, not ""
     assert "cannot be reached" in one_line_error(done)
     assert one_line_error(done) == f"shopbot: {result['error']}"
-    threads = [json.loads(line) for line in run(tmp_path, "threads", "--json").stdout.splitlines()]
+    threads = [
+        json.loads(line) for line in shopbot(tmp_path, "threads", "--json").stdout.splitlines()
+    ]
     assert threads[0]["thread_id"] == "p1" and threads[0]["status"] == "error"
     # The thread is usable afterwards, offline this time.
-    retry = run(tmp_path, "chat", "p1", "Where is ORD-001?", "--offline", "--json")
+    retry = shopbot(tmp_path, "chat", "p1", "Where is ORD-001?", "--offline", "--json")
     assert retry.returncode == 0 and json.loads(retry.stdout)["status"] == "done"
 
 
 def test_a_provider_asking_for_an_hour_fails_at_once_and_says_how_long(
-    tmp_path: Path, fake_mistral: FakeMistralServer
+    shopbot: Shopbot, tmp_path: Path, fake_mistral: FakeMistralServer
 ) -> None:
     env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
     fake_mistral.fail_next(429, retry_after=3600)
-    done = run(tmp_path, "chat", "w1", "Where is ORD-001?", "--json", env=env)
+    done = shopbot(tmp_path, "chat", "w1", "Where is ORD-001?", "--json", env=env)
     assert done.returncode == 1 and json.loads(done.stdout)["status"] == "error"
     assert fake_mistral.received == 1  # not waited for, not asked again
     said = one_line_error(done)
@@ -386,47 +368,10 @@ def test_a_provider_asking_for_an_hour_fails_at_once_and_says_how_long(
     assert "in a moment" not in said
 
 
-def test_the_command_starts_soon_enough_for_a_hung_provider_to_be_told_within_45_s(
-    tmp_path: Path, fake_mistral: FakeMistralServer
-) -> None:
-    # What the limits make of a hung provider is measured in process (test_cli_provider.py);
-    # this is the rest of the 45 s: the console script's start, up to its first request.
-    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
-    fake_mistral.script(text("Hello!"))
-    started = time.monotonic()
-    done = run(tmp_path, "chat", "s1", "Hi", env=env)
-    assert done.returncode == 0, done.stderr
-    start_up = fake_mistral.received_times()[0] - started
-    budget = RetryBudget()
-    longest_backoff = budget.base_delay * 1.2
-    hung = budget.timeout_attempts * budget.silence_timeout + longest_backoff
-    assert start_up + hung <= 45.0, f"{start_up:.1f} s to the first request"
-
-
-def test_approval_survives_a_new_process_through_mistral(
-    tmp_path: Path, fake_mistral: FakeMistralServer
-) -> None:
-    reason = "the left earcup stopped working"
-    fake_mistral.script(
-        tool_call("transfer_to_refund_agent", {"reason": "refund"}),
-        tool_call("check_refund_eligibility", {"order_id": "ORD-001"}),
-        tool_call("process_refund", {"order_id": "ORD-001", "reason": reason}),
-        text("Your refund is on its way."),
-    )
-    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
-    ask = run(
-        tmp_path, "chat", "m1", f"Refund ORD-001, {reason}", "--customer", "Alex", "--json", env=env
-    )
-    assert json.loads(ask.stdout)["status"] == "awaiting_approval", ask.stderr
-    done = run(tmp_path, "resume", "m1", "approve", "--json", env=env)
-    assert json.loads(done.stdout)["reply"] == "Your refund is on its way."
-    assert fake_mistral.served == 4
-
-
-def test_damaged_database_is_reported_and_left_alone(tmp_path: Path) -> None:
+def test_damaged_database_is_reported_and_left_alone(shopbot: Shopbot, tmp_path: Path) -> None:
     damaged = tmp_path / "shopbot.sqlite"
     damaged.write_bytes(b"this is not a database" * 100)
-    done = run(tmp_path, "chat", "t", "hello")
+    done = shopbot(tmp_path, "chat", "t", "hello")
     assert done.returncode == 2
     assert str(damaged) in one_line_error(done)
     assert damaged.read_bytes() == b"this is not a database" * 100
@@ -442,11 +387,11 @@ def test_damaged_database_is_reported_and_left_alone(tmp_path: Path) -> None:
     ],
 )
 def test_listing_commands_report_a_damaged_database_like_chat_does(
-    tmp_path: Path, command: tuple[str, ...], damaged_file: str
+    shopbot: Shopbot, tmp_path: Path, command: tuple[str, ...], damaged_file: str
 ) -> None:
     damaged = tmp_path / damaged_file
     damaged.write_bytes(b"this is not a database" * 100)
-    done = run(tmp_path, *command)
+    done = shopbot(tmp_path, *command)
     assert done.returncode == 2
     line = one_line_error(done)
     assert str(damaged) in line and "damaged" in line and "unexpected" not in line
@@ -454,11 +399,13 @@ def test_listing_commands_report_a_damaged_database_like_chat_does(
 
 
 @pytest.mark.parametrize("inside", ["", "sub"])
-def test_home_that_is_a_file_is_named_and_exits_2(tmp_path: Path, inside: str) -> None:
+def test_home_that_is_a_file_is_named_and_exits_2(
+    shopbot: Shopbot, tmp_path: Path, inside: str
+) -> None:
     a_file = tmp_path / "not-a-folder"
     a_file.write_text("x")
     home = a_file / inside if inside else a_file
-    done = run(home, "threads")
+    done = shopbot(home, "threads")
     assert done.returncode == 2
     line = one_line_error(done)
     assert line.startswith(f"shopbot: Cannot use the ShopBot folder {home}: ")
@@ -466,72 +413,58 @@ def test_home_that_is_a_file_is_named_and_exits_2(tmp_path: Path, inside: str) -
     assert a_file.read_text() == "x"
 
 
-def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path) -> None:
-    with AuditLog(tmp_path / "shopbot.sqlite") as audit:
-        audit.append_many({"kind": "turn_started", "thread_id": "t1"} for _ in range(5_000))
-    # `shopbot audit --limit 10000 | head -1`: far more output than a pipe holds.
-    with subprocess.Popen(
-        [str(SHOPBOT), "audit", "--limit", "10000"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=environ_for(tmp_path),
-    ) as reader:
-        assert reader.stdout is not None and reader.stderr is not None
-        assert b"turn_started" in reader.stdout.readline()
-        reader.stdout.close()
-        stderr = reader.stderr.read()
-        assert reader.wait(timeout=60) == 128 + signal.SIGPIPE
-    assert stderr == b""
-
-
+@pytest.mark.usefixtures("quick_retries")
 def test_api_key_never_reaches_output_logs_or_audit(
-    tmp_path: Path, fake_mistral: FakeMistralServer
+    shopbot: Shopbot, tmp_path: Path, fake_mistral: FakeMistralServer
 ) -> None:
     fake_mistral.fail_next(503, times=10)
     env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
-    done = run(tmp_path, "chat", "k1", "hello", "--json", env=env)
+    done = shopbot(tmp_path, "chat", "k1", "hello", "--json", env=env)
     assert done.returncode == 1
     assert not files_holding(tmp_path, FAKE_API_KEY)
     assert FAKE_API_KEY not in done.stdout + done.stderr
 
 
 def test_proxy_credentials_in_the_base_url_never_reach_output_logs_or_audit(
-    tmp_path: Path, fake_mistral: FakeMistralServer
+    shopbot: Shopbot, tmp_path: Path, fake_mistral: FakeMistralServer
 ) -> None:
     # httpx sends the URL's userinfo as Basic auth instead of the key: the fake refuses it
     # (401), and the error text quotes the whole URL, userinfo included.
     password = "hunter2secret"
     with_userinfo = fake_mistral.base_url.replace("http://", f"http://proxyuser:{password}@")
     env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": with_userinfo}
-    done = run(tmp_path, "chat", "u1", "hello", "--json", env=env)
+    done = shopbot(tmp_path, "chat", "u1", "hello", "--json", env=env)
     assert done.returncode == 1
     fake_mistral.acknowledge_problems()
-    errors = run(tmp_path, "audit", "--kind", "provider_error", "--json").stdout.splitlines()
+    errors = shopbot(tmp_path, "audit", "--kind", "provider_error", "--json").stdout.splitlines()
     assert "[REDACTED]@127.0.0.1" in json.loads(errors[0])["detail"]["error"]
     assert not files_holding(tmp_path, password)
     assert password not in done.stdout + done.stderr
 
 
-def test_an_api_key_with_a_line_break_is_refused_before_anything_happens(tmp_path: Path) -> None:
+def test_an_api_key_with_a_line_break_is_refused_before_anything_happens(
+    shopbot: Shopbot, tmp_path: Path
+) -> None:
     env = {"MISTRAL_API_KEY": "Part1secret\nPart2secret\n"}
-    done = run(tmp_path, "chat", "k1", "hello", "--json", env=env)
+    done = shopbot(tmp_path, "chat", "k1", "hello", "--json", env=env)
     assert done.returncode == 2
     line = one_line_error(done)
     assert "MISTRAL_API_KEY" in line
     assert "Part1" not in done.stdout + done.stderr and "Part2" not in done.stdout + done.stderr
-    assert run(tmp_path, "threads").stdout == ""
+    assert shopbot(tmp_path, "threads").stdout == ""
     # What needs no key works with the mistyped one: listing, the audit log, --offline.
-    listed = run(tmp_path, "threads", env=env)
+    listed = shopbot(tmp_path, "threads", env=env)
     assert listed.returncode == 0 and listed.stdout == ""
-    offline = run(tmp_path, "chat", "k1", "Where is ORD-002?", "--offline", "--json", env=env)
+    offline = shopbot(tmp_path, "chat", "k1", "Where is ORD-002?", "--offline", "--json", env=env)
     assert offline.returncode == 0 and "In Transit" in json.loads(offline.stdout)["reply"]
 
 
 def test_undecodable_bytes_in_a_message_are_replaced_and_the_turn_is_answered(
+    shopbot: Shopbot,
     tmp_path: Path,
 ) -> None:
     # "\udcff" is how Python hands over the byte \xff of a non-UTF-8 argv (surrogateescape).
-    done = run(tmp_path, "chat", "k2", "Where is ORD-002 \udcff", "--offline", "--json")
+    done = shopbot(tmp_path, "chat", "k2", "Where is ORD-002 \udcff", "--offline", "--json")
     assert done.returncode == 0, done.stderr
     assert "In Transit" in json.loads(done.stdout)["reply"]
     # Nothing in the JSON shows what was sent: one line says so.
@@ -539,7 +472,9 @@ def test_undecodable_bytes_in_a_message_are_replaced_and_the_turn_is_answered(
         done.stderr
         == "shopbot: note: 1 byte(s) of MESSAGE were not UTF-8 and were sent as \ufffd.\n"
     )
-    [thread] = [json.loads(line) for line in run(tmp_path, "threads", "--json").stdout.splitlines()]
+    [thread] = [
+        json.loads(line) for line in shopbot(tmp_path, "threads", "--json").stdout.splitlines()
+    ]
     assert (thread["thread_id"], thread["title"], thread["turns"]) == (
         "k2",
         "Where is ORD-002 \ufffd",
@@ -559,19 +494,21 @@ def test_undecodable_bytes_in_a_message_are_replaced_and_the_turn_is_answered(
     ],
 )
 def test_a_customer_name_blank_or_with_hidden_characters_is_refused_and_nothing_is_stored(
-    tmp_path: Path, customer: str, reason: str
+    shopbot: Shopbot, tmp_path: Path, customer: str, reason: str
 ) -> None:
-    done = run(tmp_path, "chat", "k3", "Where is ORD-002?", "--customer", customer, "--offline")
+    done = shopbot(tmp_path, "chat", "k3", "Where is ORD-002?", "--customer", customer, "--offline")
     assert done.returncode == 2
     assert reason in one_line_error(done)
-    assert run(tmp_path, "threads").stdout == ""
+    assert shopbot(tmp_path, "threads").stdout == ""
 
 
-def test_threads_shows_a_stored_right_to_left_override_visibly(tmp_path: Path) -> None:
+def test_threads_shows_a_stored_right_to_left_override_visibly(
+    shopbot: Shopbot, tmp_path: Path
+) -> None:
     # A name stored before names were vetted: listing it must not reorder the terminal.
     with ThreadRegistry(tmp_path / "shopbot.sqlite") as threads:
         threads.ensure("old", customer="Sam\u202eevil\u2066")
-    listed = run(tmp_path, "threads")
+    listed = shopbot(tmp_path, "threads")
     assert listed.returncode == 0
     assert "\u202e" not in listed.stdout and "\u2066" not in listed.stdout
     assert "Sam\\u202eevil\\u2066" in listed.stdout
@@ -603,48 +540,53 @@ def assert_shown_safely(line: str) -> None:
     ],
 )
 def test_input_echoed_in_an_error_is_one_readable_safe_line(
-    tmp_path: Path, args: tuple[str, ...]
+    shopbot: Shopbot, tmp_path: Path, args: tuple[str, ...]
 ) -> None:
-    done = run(tmp_path, *args)
+    done = shopbot(tmp_path, *args)
     assert done.returncode == 2
     assert_shown_safely(one_line_error(done))
     assert done.stdout == ""
 
 
 def test_a_base_url_that_cannot_be_one_is_refused_before_anything_happens(
+    shopbot: Shopbot,
     tmp_path: Path,
 ) -> None:
     env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": "http://127.0.0.1:99999/v1"}
-    done = run(tmp_path, "chat", "b1", "hello", "--json", env=env)
+    done = shopbot(tmp_path, "chat", "b1", "hello", "--json", env=env)
     assert done.returncode == 2, done.stderr
     assert "MISTRAL_BASE_URL" in one_line_error(done)
-    assert run(tmp_path, "threads").stdout == ""
+    assert shopbot(tmp_path, "threads").stdout == ""
 
 
-def test_a_decision_that_is_not_an_option_is_echoed_safely(tmp_path: Path) -> None:
-    ask = run(tmp_path, "chat", "r1", "Refund ORD-005, it crackles at any volume", *AS_SAM)
+def test_a_decision_that_is_not_an_option_is_echoed_safely(
+    shopbot: Shopbot, tmp_path: Path
+) -> None:
+    ask = shopbot(tmp_path, "chat", "r1", "Refund ORD-005, it crackles at any volume", *AS_SAM)
     assert ask.returncode == 0, ask.stderr
-    done = run(tmp_path, "resume", "r1", f"approve{HOSTILE}", "--offline")
+    done = shopbot(tmp_path, "resume", "r1", f"approve{HOSTILE}", "--offline")
     assert done.returncode == 2
     line = one_line_error(done)
     assert "is not an option" in line
     assert_shown_safely(line)
 
 
-def test_a_key_pasted_as_the_decision_is_not_echoed(tmp_path: Path) -> None:
-    ask = run(tmp_path, "chat", "r2", "Refund ORD-005, it crackles at any volume", *AS_SAM)
+def test_a_key_pasted_as_the_decision_is_not_echoed(shopbot: Shopbot, tmp_path: Path) -> None:
+    ask = shopbot(tmp_path, "chat", "r2", "Refund ORD-005, it crackles at any volume", *AS_SAM)
     assert ask.returncode == 0, ask.stderr
-    done = run(tmp_path, "resume", "r2", FAKE_API_KEY, "--offline")
+    done = shopbot(tmp_path, "resume", "r2", FAKE_API_KEY, "--offline")
     assert done.returncode == 2
     line = one_line_error(done)
     assert "is not an option" in line and "[REDACTED]" in line
     assert FAKE_API_KEY[:12] not in line
 
 
-def test_a_data_folder_named_with_an_undecodable_byte_is_named_readably(tmp_path: Path) -> None:
+def test_a_data_folder_named_with_an_undecodable_byte_is_named_readably(
+    shopbot: Shopbot, tmp_path: Path
+) -> None:
     a_file = tmp_path / "data\udcff"
     a_file.write_text("x")
-    done = run(a_file, "threads")
+    done = shopbot(a_file, "threads")
     assert done.returncode == 2
     line = one_line_error(done)
     assert f"{tmp_path}/data\\xff" in line
@@ -653,13 +595,13 @@ def test_a_data_folder_named_with_an_undecodable_byte_is_named_readably(tmp_path
 
 @pytest.mark.parametrize("message", ["\udcff\udcfe", " \udcff \udc80 "])
 def test_a_message_of_only_undecodable_bytes_is_refused_and_nothing_is_stored(
-    tmp_path: Path, message: str
+    shopbot: Shopbot, tmp_path: Path, message: str
 ) -> None:
-    done = run(tmp_path, "chat", "u1", message, "--offline", "--json")
+    done = shopbot(tmp_path, "chat", "u1", message, "--offline", "--json")
     refused = refused_json(done)
     assert "not valid text" in str(refused["error"])
     assert (refused["active_agent"], refused["pending"]) == (None, None)
-    assert run(tmp_path, "threads").stdout == ""
+    assert shopbot(tmp_path, "threads").stdout == ""
 
 
 # Raw in JSON (only C0 must be escaped there), each would reach the terminal of a person
@@ -668,16 +610,16 @@ STEERING = "Your refund \u202eof $14.99\u202c for ORD\u200f-001\x9b[2J is on\u20
 
 
 def test_json_output_is_valid_and_escapes_what_would_steer_a_terminal(
-    tmp_path: Path, fake_mistral: FakeMistralServer
+    shopbot: Shopbot, tmp_path: Path, fake_mistral: FakeMistralServer
 ) -> None:
     fake_mistral.script(text(STEERING), text(STEERING))
     env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
-    as_json = run(
+    as_json = shopbot(
         tmp_path, "chat", "j1", "Where is ORD-001?", "--customer", "Alex", "--json", env=env
     )
     assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout)["reply"] == STEERING  # the data, unchanged
-    plain = run(tmp_path, "chat", "j1", "And ORD-004?", env=env)
+    plain = shopbot(tmp_path, "chat", "j1", "And ORD-004?", env=env)
     assert plain.returncode == 0, plain.stderr
     for out in (as_json.stdout, plain.stdout):
         assert not {"\u202e", "\u202c", "\u200f", "\x9b"}.intersection(out), out
@@ -686,7 +628,9 @@ def test_json_output_is_valid_and_escapes_what_would_steer_a_terminal(
     assert "\\u202eof $14.99\\u202c for ORD\\u200f-001\\x9b[2J" in plain.stdout
 
 
-def test_threads_and_audit_json_escape_what_would_steer_a_terminal(tmp_path: Path) -> None:
+def test_threads_and_audit_json_escape_what_would_steer_a_terminal(
+    shopbot: Shopbot, tmp_path: Path
+) -> None:
     # Stored before names and details were vetted, or by a model: listing must stay safe.
     with ThreadRegistry(tmp_path / "shopbot.sqlite") as threads:
         threads.ensure("old", customer="Sam\u202eevil\u200e")
@@ -696,267 +640,38 @@ def test_threads_and_audit_json_escape_what_would_steer_a_terminal(tmp_path: Pat
         (("threads", "--json"), "customer", "Sam\u202eevil\u200e"),
         (("audit", "--json"), "detail", {"tool": STEERING}),
     ]:
-        listed = run(tmp_path, *command)
+        listed = shopbot(tmp_path, *command)
         assert listed.returncode == 0, listed.stderr
         assert not {"\u202e", "\u200e", "\x9b", "\u2028"}.intersection(listed.stdout)
         assert json.loads(listed.stdout)[field] == value
 
 
-def test_the_command_line_names_a_log_damaged_past_its_first_page(tmp_path: Path) -> None:
-    assert run(tmp_path, "chat", "t1", "Where is ORD-002?").returncode == 0
+def test_the_command_line_names_a_log_damaged_past_its_first_page(
+    shopbot: Shopbot, tmp_path: Path
+) -> None:
+    assert shopbot(tmp_path, "chat", "t1", "Where is ORD-002?").returncode == 0
     path = tmp_path / "shopbot.sqlite"
     filled_audit_log(path)
     damaged = garble_past_first_page(path)
-    done = run(tmp_path, "audit", "--text", "nothing-like-this", "--limit", "500")
+    done = shopbot(tmp_path, "audit", "--text", "nothing-like-this", "--limit", "500")
     assert done.returncode == 2
     line = one_line_error(done)
     assert f"at {path} is damaged" in line and "unexpected" not in line
     assert path.read_bytes() == damaged
 
 
-def test_the_command_line_exits_2_for_a_damaged_conversation(tmp_path: Path) -> None:
-    assert run(tmp_path, "chat", "hurt", "Where is ORD-001?").returncode == 0
+def test_the_command_line_exits_2_for_a_damaged_conversation(
+    shopbot: Shopbot, tmp_path: Path
+) -> None:
+    assert shopbot(tmp_path, "chat", "hurt", "Where is ORD-001?").returncode == 0
     damage_thread_state(tmp_path, "hurt")
-    done = run(tmp_path, "chat", "hurt", "Where is ORD-001 now?")
+    done = shopbot(tmp_path, "chat", "hurt", "Where is ORD-001 now?")
     assert done.returncode == 2
     assert "stored state of conversation hurt" in one_line_error(done)
 
 
-@pytest.mark.parametrize(
-    "stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name
-)
-def test_a_turn_stopped_by_a_signal_is_noted_released_and_the_thread_goes_on(
-    tmp_path: Path, fake_mistral: FakeMistralServer, stop: signal.Signals
-) -> None:
-    # `timeout`, a service manager or a closed terminal stops `shopbot chat` mid-answer: the
-    # turn ends as after Ctrl+C, not with the thread left "answering" and its lease held.
-    asked, answer = threading.Event(), threading.Event()
-
-    def held(body: dict[str, object]) -> Answer:
-        asked.set()
-        answer.wait(30)
-        return text("Too late.")
-
-    fake_mistral.respond_with(held)
-    environ = environ_for(
-        tmp_path, {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
-    )
-    with subprocess.Popen(
-        [str(SHOPBOT), "chat", "s1", "Hello", "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=environ,
-    ) as chat:
-        try:
-            assert asked.wait(60), "the turn never reached the model"
-            chat.send_signal(stop)
-            stdout, stderr = chat.communicate(timeout=60)
-        finally:
-            answer.set()
-    assert chat.returncode == 128 + stop
-    # `--json` still prints one object: the stop, said as on stderr.
-    stopped = json.loads(stdout)
-    assert (stopped["status"], stopped["reply"], stopped["pending"]) == ("error", None, None)
-    assert (stopped["thread_id"], stopped["active_agent"]) == ("s1", "order_agent")
-    assert stderr.strip() == f"shopbot: {stopped['error']}"
-    assert "Traceback" not in stderr
-    assert len(stderr.strip().splitlines()) == 1 and stderr.startswith("shopbot: ")
-    fake_mistral.acknowledge_problems()  # (the answer found its reader gone)
-    with ThreadRegistry(tmp_path / "shopbot.sqlite") as registry:
-        info = registry.get("s1")
-        assert info is not None and info.status == "error"
-        assert [line.role for line in registry.lines("s1")] == ["customer", "note"]
-        assert registry.claim_turn("s1", "someone else")  # the lease went with the turn
-        registry.release_turn("s1", "someone else")
-    finished = run(tmp_path, "audit", "--kind", "turn_finished", "--json").stdout.splitlines()
-    assert [json.loads(line)["detail"] for line in finished] == [{"status": "cut off"}]
-    fake_mistral.respond_with(lambda body: text("Hello again."))
-    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
-    again = run(tmp_path, "chat", "s1", "Hello?", "--json", env=env)
-    assert again.returncode == 0 and json.loads(again.stdout)["reply"] == "Hello again."
-
-
-def test_provider_retries_are_told_on_a_terminal_and_never_into_a_pipe(
-    tmp_path: Path, fake_mistral: FakeMistralServer
-) -> None:
-    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
-    answer = "Hello! How can I help you today?"
-    # Into a pipe (a script): stdout has the reply, stderr stays empty.
-    fake_mistral.fail_next(429, times=2, retry_after=0.1)
-    fake_mistral.script(text(answer))
-    piped = run(tmp_path, "chat", "p1", "Hi", env=env)
-    assert piped.returncode == 0 and piped.stderr == ""
-    assert answer in piped.stdout
-
-    # On a terminal: each retry says so as it happens, one line each.
-    fake_mistral.fail_next(429, times=2, retry_after=0.1)
-    fake_mistral.script(text(answer))
-    done, said = run_on_a_terminal(tmp_path, "stderr", "chat", "p2", "Hi", env=env)
-    assert done.returncode == 0 and answer in done.stdout
-    lines = said.decode().splitlines()
-    assert len(lines) == 2, lines
-    for attempt, line in enumerate(lines, start=1):
-        assert line.startswith("shopbot: ") and "rate" in line.lower()
-        assert line.endswith(f"(attempt {attempt}).")
-
-
-def test_a_reply_reads_as_markdown_on_a_terminal_and_as_written_into_a_pipe(
-    tmp_path: Path, fake_mistral: FakeMistralServer
-) -> None:
-    env = {"MISTRAL_API_KEY": FAKE_API_KEY, "MISTRAL_BASE_URL": fake_mistral.base_url}
-    answer = (
-        "Found **ORD-002**:\n\n- Status: In Transit\n- Note: [bold]x[/] "
-        "[track it](http://evil.example/t) \x1b[31mred\x1b]8;;http://x\x07\n\n"
-        "Your parcel <ORD-002> is <b>late</b>. ![photo](http://evil.example/p.png)"
-    )
-    fake_mistral.script(text(answer))
-    piped = run(tmp_path, "chat", "md1", "Hi", env=env)
-    assert piped.returncode == 0 and "Found **ORD-002**:" in piped.stdout  # as written
-
-    fake_mistral.script(text(answer))
-    done, shown = run_on_a_terminal(tmp_path, "stdout", "chat", "md2", "Hi", env=env)
-    assert done.returncode == 0, done.stderr
-    # Rich's own styling, then without it: what a person reads.
-    read = re.sub(r"\x1b\[[0-9;]*m", "", shown.decode())
-    assert "Found ORD-002:" in read and "**" not in read
-    assert "• Status: In Transit" in read
-    # The model's text stays text: markup literal, the link's address shown, its escape
-    # sequences made visible (no colour, no hidden OSC 8 link of its own).
-    assert "[bold]x[/]" in read and "http://evil.example/t" in read
-    assert "\x1b]8;" not in shown.decode() and "\x1b[31m" not in shown.decode()
-    # HTML is text (Rich dropped it: "Your parcel  is late"), an image its text and address.
-    assert "Your parcel <ORD-002> is <b>late</b>." in read
-    assert "photo (http://evil.example/p.png)" in read and "🌆" not in read
-
-
-# Ctrl+C while `shopbot` is still loading (a third of a second, its imports): pressed, in
-# effect, when the import system first looks for `module`. Then as the console script does.
-CTRL_C_WHILE_LOADING = """
-import os, signal, sys
-
-class CtrlC:
-    def find_spec(self, name, path=None, target=None):
-        if name == sys.argv[1]:
-            sys.meta_path.remove(self)
-            os.kill(os.getpid(), signal.SIGINT)
-        return None
-
-sys.meta_path.insert(0, CtrlC())
-from shopbot_tui.cli.main import main
-sys.exit(main(["threads"]))
-"""
-
-
-@pytest.mark.parametrize("module", ["argparse", "agents.facade", "shopbot_tui.cli.parser"])
-def test_ctrl_c_while_the_command_loads_is_one_line_not_a_traceback(
-    tmp_path: Path, module: str
-) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", CTRL_C_WHILE_LOADING, module],
-        capture_output=True,
-        text=True,
-        env=environ_for(tmp_path),
-        timeout=120,
-        check=False,
-    )
-    assert done.stderr == "shopbot: interrupted\n"
-    assert done.returncode == 128 + signal.SIGINT and done.stdout == ""
-
-
-def run_on_a_terminal(
-    home: Path, stream: str, *args: str, env: dict[str, str] | None = None
-) -> tuple[subprocess.CompletedProcess[str], bytes]:
-    """`shopbot args` with `stream` ("stdout" or "stderr") a terminal, the other a pipe; what
-    the terminal showed."""
-    controller, terminal = pty.openpty()
-    piped: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
-    piped[stream] = terminal
-    try:
-        done = subprocess.run(
-            [str(SHOPBOT), *args],
-            **piped,
-            text=True,
-            env=environ_for(home, env),
-            timeout=120,
-            check=False,
-        )
-        os.close(terminal)
-        shown = b""
-        while chunk := _read_some(controller):
-            shown += chunk
-    finally:
-        os.close(controller)
-    return done, shown
-
-
-def _read_some(fd: int) -> bytes:
-    """What the terminal holds (b"" once it is drained and closed)."""
-    try:
-        return os.read(fd, 4096)
-    except OSError:  # EIO: every writer closed the terminal
-        return b""
-
-
-def run_with_stdin(home: Path, data: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
-    done = subprocess.run(
-        [str(SHOPBOT), *args],
-        input=data,
-        capture_output=True,
-        env=environ_for(home),
-        timeout=120,
-        check=False,
-    )
-    assert b"Traceback" not in done.stderr, done.stderr
-    return done
-
-
-def test_a_message_of_dash_is_read_from_stdin(tmp_path: Path) -> None:
-    email = "Hello,\n\nwhere is my order ORD-002?\nI ordered it last week.\n\nSam\n"
-    done = run_with_stdin(tmp_path, email.encode(), "chat", "in1", "-", "--customer", "Sam")
-    assert done.returncode == 0, done.stderr
-    assert b"In Transit" in done.stdout and done.stderr == b""
-    with ThreadRegistry(tmp_path / "shopbot.sqlite") as registry:
-        sent = registry.lines("in1")[0]
-    assert sent.role == "customer" and "where is my order ORD-002?" in sent.text
-
-    # What the engine refuses from argv it refuses from stdin, with the same line.
-    long = run_with_stdin(tmp_path, b"x" * 20_000, "chat", "in2", "-")
-    assert long.returncode == 2 and long.stdout == b""
-    assert b"too long (20,000 characters; the limit is 16,000)" in long.stderr
-    empty = run_with_stdin(tmp_path, b"", "chat", "in2", "-")
-    assert empty.returncode == 2 and len(empty.stderr.splitlines()) == 1
-
-    # More than could ever be a message is not read into memory whole.
-    huge = run_with_stdin(tmp_path, b"x" * (3 << 20), "chat", "in3", "-")
-    assert huge.returncode == 2
-    assert huge.stderr.decode().strip() == (
-        "shopbot: the message on stdin is larger than 1 MB; shorten it or send it in parts."
-    )
-
-    # Bytes that are not UTF-8 are said, as for an argument.
-    odd = run_with_stdin(tmp_path, b"Where is ORD-002? \xff\xfe", "chat", "in4", "-")
-    assert odd.returncode == 0, odd.stderr
-    assert b"2 byte(s) of MESSAGE were not UTF-8" in odd.stderr
-
-
-def test_a_message_of_dash_with_stdin_closed_says_so(tmp_path: Path) -> None:
-    done = subprocess.run(
-        ["sh", "-c", f'exec "{SHOPBOT}" chat c1 - <&-'],
-        capture_output=True,
-        text=True,
-        env=environ_for(tmp_path),
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 2 and done.stdout == ""
-    assert one_line_error(done) == (
-        "shopbot: MESSAGE is - but stdin is closed: give the message, or pipe it in."
-    )
-
-
-def test_threads_say_which_conversations_are_escalated(tmp_path: Path) -> None:
-    run(
+def test_threads_say_which_conversations_are_escalated(shopbot: Shopbot, tmp_path: Path) -> None:
+    shopbot(
         tmp_path,
         "chat",
         "big",
@@ -964,10 +679,10 @@ def test_threads_say_which_conversations_are_escalated(tmp_path: Path) -> None:
         "--customer",
         "Alex",
     )
-    run(tmp_path, "chat", "calm", "Where is ORD-002?", "--customer", "Sam")
+    shopbot(tmp_path, "chat", "calm", "Where is ORD-002?", "--customer", "Sam")
     threads = {
         t["thread_id"]: t
-        for t in map(json.loads, run(tmp_path, "threads", "--json").stdout.splitlines())
+        for t in map(json.loads, shopbot(tmp_path, "threads", "--json").stdout.splitlines())
     }
     assert threads["calm"]["escalation"] is None
     escalation = threads["big"]["escalation"]
@@ -975,16 +690,18 @@ def test_threads_say_which_conversations_are_escalated(tmp_path: Path) -> None:
     assert escalation["agent"] == "refund_agent" and escalation["since"].endswith("Z")
     rows = {
         line.split("\t")[0]: line.split("\t")
-        for line in run(tmp_path, "threads").stdout.splitlines()
+        for line in shopbot(tmp_path, "threads").stdout.splitlines()
     }
     assert (rows["big"][1], rows["calm"][1]) == ("escalated", "idle")
 
 
-def test_handled_closes_an_escalation_once_in_the_callers_name(tmp_path: Path) -> None:
+def test_handled_closes_an_escalation_once_in_the_callers_name(
+    shopbot: Shopbot, tmp_path: Path
+) -> None:
     over_limit = "Refund ORD-004 please, the monitor has dead pixels"
-    run(tmp_path, "chat", "big", over_limit, "--customer", "Alex")
-    run(tmp_path, "chat", "calm", "Where is ORD-002?", "--customer", "Sam")
-    done = run(tmp_path, "handled", "big", "--json")
+    shopbot(tmp_path, "chat", "big", over_limit, "--customer", "Alex")
+    shopbot(tmp_path, "chat", "calm", "Where is ORD-002?", "--customer", "Sam")
+    done = shopbot(tmp_path, "handled", "big", "--json")
     assert (done.returncode, done.stderr) == (0, "")
     closed = json.loads(done.stdout)
     assert (closed["thread_id"], closed["reason"]) == ("big", "refund above the auto-refund limit")
@@ -992,7 +709,7 @@ def test_handled_closes_an_escalation_once_in_the_callers_name(tmp_path: Path) -
     with ThreadRegistry(tmp_path / "shopbot.sqlite") as registry:
         assert registry.escalations() == []
         assert registry.lines("big")[-1].text == f"escalation handled by {name} (command line)"
-    events = run(tmp_path, "audit", "--kind", "escalation_closed", "--json").stdout.splitlines()
+    events = shopbot(tmp_path, "audit", "--kind", "escalation_closed", "--json").stdout.splitlines()
     assert [json.loads(e)["detail"]["decided_by"] for e in events] == [name]
     # Handled already, never escalated, unknown: exit 2, one line, nothing recorded.
     for thread, said in [
@@ -1000,8 +717,8 @@ def test_handled_closes_an_escalation_once_in_the_callers_name(tmp_path: Path) -
         ("calm", "is not escalated (or was marked handled already); nothing changed."),
         ("nobody", "Unknown thread 'nobody'"),
     ]:
-        refused = run(tmp_path, "handled", thread)
+        refused = shopbot(tmp_path, "handled", thread)
         assert refused.returncode == 2 and said in refused.stderr, refused.stderr
         assert refused.stdout == "" and refused.stderr.count("\n") == 1
-    events = run(tmp_path, "audit", "--kind", "escalation_closed", "--json").stdout.splitlines()
+    events = shopbot(tmp_path, "audit", "--kind", "escalation_closed", "--json").stdout.splitlines()
     assert len(events) == 1

@@ -390,29 +390,79 @@ def test_an_option_typed_before_its_command_says_where_it_goes(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # It said "unrecognized arguments: --json (did you mean --json?)".
-    assert refusal(["--json", "threads"], capsys) == (
+    assert main(["--json", "threads"]) == 2
+    said = capsys.readouterr()
+    assert one_line(said.err) == (
         "shopbot: --json goes after the command: `shopbot threads ... --json` "
         "(see `shopbot threads --help`)"
     )
+    # JSON was asked for: the error says it in JSON too.
+    assert json.loads(said.out) == {"status": "error", "error": one_line(said.err)[9:]}
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "names_a_thread"),
     [
-        ["show", "chat", "--json", "--bogus"],  # "chat" is the thread here
-        ["audit", "--text", "chat", "--json", "--kinds", "x"],
-        ["chat", "t1", "hi", "--js", "--bogus"],  # no abbreviations: --js is not --json
+        (["show", "chat", "--json", "--bogus"], True),  # "chat" is the thread here
+        (["audit", "--text", "chat", "--json", "--kinds", "x"], False),
+        (["handled", "--json"], True),
+        (["threads", "--only", "nobody", "--json"], False),
     ],
 )
-def test_only_chat_and_resume_refused_with_json_print_an_object(
-    home: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+def test_a_refused_command_line_prints_its_own_commands_error_object(
+    home: Path, capsys: pytest.CaptureFixture[str], args: list[str], names_a_thread: bool
 ) -> None:
-    # `show chat --json --bogus` printed chat's error object, which an `audit --json`
-    # reader would take for an event.
+    # `show chat --json --bogus` printed chat's error object once, which an `audit --json`
+    # reader would take for an event: each command's own object, with its `status`.
     assert main(args) == 2
+    said = capsys.readouterr()
+    (printed,) = [json.loads(line) for line in said.out.splitlines()]
+    assert printed["status"] == "error"
+    assert ("thread_id" in printed) is names_a_thread
+    assert printed.get("thread_id") is None and "reply" not in printed
+    assert one_line(said.err) == f"shopbot: {printed['error']}"
+
+
+def test_without_json_a_refused_command_line_prints_nothing_on_stdout(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["chat", "t1", "hi", "--js", "--bogus"]) == 2  # no abbreviations: not --json
     said = capsys.readouterr()
     assert said.out == ""
     assert "unrecognized arguments" in one_line(said.err)
+
+
+@pytest.mark.parametrize(
+    ("args", "thread_id"),
+    [
+        (["handled", "nope"], "nope"),
+        (["show", "nope"], "nope"),
+        (["audit", "--thread", "nope"], None),
+        (["handled", "t/../x"], None),  # not a thread id at all: null, not echoed
+    ],
+)
+def test_every_json_command_prints_its_error_object(
+    home: Path, capsys: pytest.CaptureFixture[str], args: list[str], thread_id: str | None
+) -> None:
+    """`shopbot handled X --json` and `show --json` printed nothing on stdout on an error."""
+    assert main([*args, "--json"]) == 2
+    said = capsys.readouterr()
+    (printed,) = [json.loads(line) for line in said.out.splitlines()]
+    assert printed["status"] == "error" and printed.get("thread_id") == thread_id
+    assert one_line(said.err) == f"shopbot: {printed['error']}"
+
+
+def test_a_json_command_failing_on_a_damaged_store_prints_its_error_object(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["chat", "d1", "Where is ORD-002?", "--offline"]) == 0
+    capsys.readouterr()
+    (home / "threads.sqlite").write_bytes(b"this is not a database" * 100)
+    for args in (["threads", "--json"], ["show", "d1", "--json"]):
+        assert main(args) == 2, args
+        said = capsys.readouterr()
+        (printed,) = [json.loads(line) for line in said.out.splitlines()]
+        assert printed["status"] == "error" and "threads.sqlite" in printed["error"], printed
 
 
 def test_the_apps_customer_before_chat_is_the_customer(

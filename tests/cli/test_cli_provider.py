@@ -14,7 +14,6 @@ import logging
 import os
 import time
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import pytest
 
 from agents.graph.context import RetryBudget
 from shopbot_tui.cli.main import main
+from tests.cli.conftest import use_budget
 from tests.support.engine import files_holding
 from tests.support.fake_mistral import (
     FakeMistralServer,
@@ -52,12 +52,6 @@ def home(
     for handler in [h for h in root.handlers if h not in before]:
         root.removeHandler(handler)
         handler.close()
-
-
-def use_budget(monkeypatch: pytest.MonkeyPatch, **limits: Any) -> RetryBudget:
-    """The engine `main` opens builds its budget with these limits instead of the defaults."""
-    monkeypatch.setattr("agents.runner.engine.RetryBudget", partial(RetryBudget, **limits))
-    return RetryBudget(**limits)
 
 
 def chat(capsys: pytest.CaptureFixture[str], thread: str, message: str) -> tuple[int, Any, str]:

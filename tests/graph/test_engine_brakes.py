@@ -16,6 +16,7 @@ from agents.facade import InputError
 from agents.graph.prompts import SUMMARY_PROMPT
 from agents.graph.replies import LIMIT_REACHED
 from agents.graph.specialists.answering import EMPTY_REPLY_FALLBACK
+from agents.graph.specialists.spec import MAX_TOOL_ROUNDS
 from agents.graph.summary import SUMMARY_TRIGGER
 from tests.support.engine import (
     assert_mistral_valid,
@@ -58,25 +59,53 @@ async def test_same_call_refused_then_turn_stopped(tmp_path: Path) -> None:
     assert model.remaining == 0
 
 
-async def test_runaway_model_hits_the_recursion_limit_and_the_thread_recovers(
+def _another_order_each_time(request: Any) -> AIMessage:
+    """A model that asks for a different order every time: each call is refused, forever."""
+    n = len(request.messages)
+    return AIMessage(
+        content="",
+        tool_calls=[
+            {
+                "name": "lookup_order",
+                "args": {"order_id": f"ORD-{n % 1000:03d}", "query_type": "status"},
+                "id": "x",
+            }
+        ],
+    )
+
+
+async def test_runaway_model_is_stopped_by_the_tool_rounds_brake_and_the_thread_recovers(
     tmp_path: Path,
 ) -> None:
-    # A model that asks for a different order every time: each call is refused, forever.
-    def another_order(request: Any) -> AIMessage:
-        n = len(request.messages)
-        return AIMessage(
-            content="",
-            tool_calls=[
-                {
-                    "name": "lookup_order",
-                    "args": {"order_id": f"ORD-{n % 1000:03d}", "query_type": "status"},
-                    "id": "x",
-                }
-            ],
-        )
-
     model = ScriptedChatModel().script(STATUS)
-    model.script(*[another_order] * 60)
+    model.script(*[_another_order_each_time] * 60)
+    async with open_engine(tmp_path, model=model) as engine:
+        turn = await say(engine, "run", "Where is ORD-001?", "Alex")
+        assert turn.result.status == "done"
+        assert turn.result.reply == LIMIT_REACHED
+        assert [e.limit for e in turn.of(LimitReached)] == ["tool_rounds"]
+        # Inside the graph, long before the recursion limit: one answering call a round.
+        assert len(model.requests) == MAX_TOOL_ROUNDS + 1
+        state = await engine.graph.aget_state({"configurable": {"thread_id": "run"}})
+        assert state.next == ()
+        assert_mistral_valid(await history(engine, "run"))
+        lines = [line.text for line in engine.transcript("run")]
+        assert lines[-1] == LIMIT_REACHED
+        assert any(text.startswith("stopped by a safety limit") for text in lines)
+        model.clear_script()
+        model.script(says("Hello again!"))
+        again = await say(engine, "run", "Hello?", "Alex")
+        assert again.result.reply == "Hello again!"
+
+
+async def test_the_recursion_limit_still_stops_a_run_no_brake_caught_and_the_thread_recovers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agents.graph.specialists import tool_calls
+
+    monkeypatch.setattr(tool_calls, "MAX_TOOL_ROUNDS", 1_000)
+    model = ScriptedChatModel().script(STATUS)
+    model.script(*[_another_order_each_time] * 60)
     async with open_engine(tmp_path, model=model) as engine:
         turn = await say(engine, "run", "Where is ORD-001?", "Alex")
         assert turn.result.status == "done"
@@ -85,6 +114,7 @@ async def test_runaway_model_hits_the_recursion_limit_and_the_thread_recovers(
         state = await engine.graph.aget_state({"configurable": {"thread_id": "run"}})
         assert state.next == ()
         assert_mistral_valid(await history(engine, "run"))
+        assert engine.transcript("run")[-1].text == LIMIT_REACHED
         model.clear_script()
         model.script(says("Hello again!"))
         again = await say(engine, "run", "Hello?", "Alex")
@@ -215,9 +245,11 @@ async def test_a_tool_name_the_model_makes_up_cannot_write_the_engines_notes(
         await say(engine, "fn", "Refund ORD-004", "Alex")
         notes = [line.text for line in engine.transcript("fn") if line.role == "note"]
         assert len(notes) == 1
-        # One line, in the engine's words; the made-up name only inside the quoted refusal.
-        assert "\n" not in notes[0]
-        assert notes[0].startswith("an unknown tool refused: Unknown tool 'decision: approve")
+        # One line, in the engine's words; the made-up name not in it at all.
+        assert notes == [
+            "an unknown tool not run: the model named a tool it does not have, and was told to "
+            "use its own."
+        ]
 
 
 async def test_an_empty_model_reply_never_reaches_the_history(tmp_path: Path) -> None:

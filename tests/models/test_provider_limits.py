@@ -18,8 +18,8 @@ from tests.support.fake_mistral import FAKE_API_KEY
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 # What `shopbot chat` may take from its start to its first request on a loaded machine (5 to
-# 17 s measured on a busy 2-core one; tests/cli/test_cli.py measures it): the rest of the
-# 45 s a person waits at most for a provider that never answers is the provider's.
+# 17 s measured on a busy 2-core one; tests/cli/test_cli_process.py measures it): the rest of
+# the 45 s a person waits at most for a provider that never answers is the provider's.
 START_UP_ALLOWANCE = 20.0
 
 

@@ -62,7 +62,7 @@ def fmt(value: float | None, unit: str) -> str:
     if unit in ("calls", "tokens", "events", "B", "bytes/turn", "frames"):
         return f"{value:,.0f} {unit}"
     if unit == "x":
-        return f"{value:.2f}×"
+        return f"{value:.3f}×"
     if unit == "s":
         return f"{value:.3f} s"
     return f"{value:,.1f} {unit}"

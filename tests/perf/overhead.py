@@ -1,13 +1,16 @@
-"""Sections 2 and 3: our own cost per turn (model time excluded) and checkpoint growth.
+"""Sections 2 and 3: our own cost per turn (model time excluded), beside a bare LangGraph
+graph of the same shape (bare_graph.py), and checkpoint growth.
 
 One long conversation is the customer asking "Where is my order ORD-001?" again and again
-(customer Alex) with the offline demo model: three model calls per turn (lookup, extraction,
+(customer Alex) with the offline demo model: two model calls per turn (the lookup, the
 answer) plus a summary call whenever the history passes 40 messages, so the figures include
-the summarisation that keeps history bounded.
+the summarisation that keeps history bounded. The bare graph gets the same messages, turn
+for turn, interleaved with ours so both see the same load on the machine.
 
 Overhead = wall time of `engine.send(...)` minus the time spent inside the model's
 `_agenerate` / `_astream` (see `TimedDemoModel`): graph, checkpoints, audit log, thread
-registry and LangChain's call plumbing all count as ours.
+registry and LangChain's call plumbing all count as ours. The bare graph's is measured the
+same way (its `ainvoke` minus the model's time).
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ from agents.audit.log import AuditQuery
 from agents.facade import ShopBotEngine
 from agents.runner.engine import PRUNE_EVERY
 from agents.settings import Settings
+from tests.perf.bare_graph import BareRunner, bare_runner
 from tests.perf.common import Progress, Row, TimedDemoModel, spread, temp_home
 
 QUESTION = "Where is my order ORD-001?"
 CUSTOMER = "Alex"
-TURN_1_TARGET_MS = 15.0
-TURN_200_TARGET_MS = 25.0
+# Ours against the bare graph of the same shape, model time excluded from both.
+BARE_RATIO_TARGET = 1.5
 GROWTH_RATIO_TARGET = 1.5
 FULL_TURNS = 200
 QUICK_TURNS = 30
@@ -87,8 +91,8 @@ class OverheadPlan:
     conversations: int
     turns: int
     first_turn_threads: int
-    # (key, label, first turn, last turn, target)
-    points: tuple[tuple[str, str, int, int, float | None], ...]
+    # (key, label, first turn, last turn, ours / bare: "target", "info" or "" for no row)
+    points: tuple[tuple[str, str, int, int, str], ...]
 
 
 def overhead_plan(quick: bool) -> OverheadPlan:
@@ -100,15 +104,9 @@ def overhead_plan(quick: bool) -> OverheadPlan:
             turns=QUICK_TURNS,
             first_turn_threads=3,
             points=(
-                ("first", "turn 1", 1, 1, TURN_1_TARGET_MS),
-                ("middle", "turn 20", 18, 22, None),
-                (
-                    "late",
-                    f"turn {QUICK_TURNS} (quick)",
-                    QUICK_TURNS - 4,
-                    QUICK_TURNS,
-                    TURN_200_TARGET_MS,
-                ),
+                ("first", "turn 1", 1, 1, "target"),
+                ("middle", "turn 20", 18, 22, ""),
+                ("late", f"turn {QUICK_TURNS} (quick)", QUICK_TURNS - 4, QUICK_TURNS, "info"),
             ),
         )
     return OverheadPlan(
@@ -116,65 +114,152 @@ def overhead_plan(quick: bool) -> OverheadPlan:
         turns=FULL_TURNS,
         first_turn_threads=20,
         points=(
-            ("first", "turn 1", 1, 1, TURN_1_TARGET_MS),
-            ("middle", "turn 50", 46, 55, None),
-            ("late", "turn 200", 191, 200, TURN_200_TARGET_MS),
+            ("first", "turn 1", 1, 1, "target"),
+            ("middle", "turn 50", 46, 55, ""),
+            ("late", "turn 200", 191, 200, "info"),
         ),
     )
 
 
+async def bare_turn(runner: BareRunner, thread: str, turn: int) -> TurnTiming:
+    cpu_start = time.process_time()
+    wall, inside, calls = await runner.turn(thread, QUESTION)
+    cpu = time.process_time() - cpu_start
+    return TurnTiming(
+        turn=turn,
+        wall_ms=wall * 1000,
+        overhead_ms=(wall - inside) * 1000,
+        strict_overhead_ms=(wall - runner.model.clock.answering) * 1000,
+        model_calls=calls,
+        cpu_overhead_ms=(cpu - inside) * 1000,
+    )
+
+
+@dataclass
+class Pair:
+    """Ours and the bare graph, turn for turn."""
+
+    ours: Conversation = field(default_factory=Conversation)
+    bare: Conversation = field(default_factory=Conversation)
+
+    async def turn(
+        self, engine: ShopBotEngine, model: TimedDemoModel, runner: BareRunner, thread: str, n: int
+    ) -> None:
+        self.ours.turns.append(await timed_turn(engine, model, thread, n))
+        self.bare.turns.append(await bare_turn(runner, thread, n))
+
+
 async def measure_overhead(quick: bool, progress: Progress) -> tuple[list[Row], dict[str, Any]]:
     plan = overhead_plan(quick)
-    conversations: list[Conversation] = []
-    first_turns: list[TurnTiming] = []
+    pairs: list[Pair] = []
+    first_turns = Pair()
     cold: TurnTiming | None = None
-    with temp_home("overhead-warm") as home:
+    with temp_home("overhead-warm") as home, temp_home("overhead-warm-bare") as bare_home:
         model = TimedDemoModel()
-        async with _engine(home, model) as engine:
+        async with _engine(home, model) as engine, bare_runner(bare_home) as runner:
             # The process's very first turn pays for lazy imports and first-use caches.
             cold = await timed_turn(engine, model, "warmup", 1)
-            for turn in range(2, 4):
-                await timed_turn(engine, model, "warmup", turn)
+            warmup = Pair()
+            for turn in range(1, 4):
+                await warmup.turn(engine, model, runner, "warmup-both", turn)
             for n in range(plan.first_turn_threads):
-                first_turns.append(await timed_turn(engine, model, f"first-{n}", 1))
+                await first_turns.turn(engine, model, runner, f"first-{n}", 1)
     for index in range(plan.conversations):
-        progress(f"overhead: conversation {index + 1}/{plan.conversations} ({plan.turns} turns)")
-        conversation = Conversation()
-        with temp_home("overhead") as home:
+        progress(
+            f"overhead: conversation {index + 1}/{plan.conversations} ({plan.turns} turns, "
+            "ours and the bare graph)"
+        )
+        pair = Pair()
+        with temp_home("overhead") as home, temp_home("overhead-bare") as bare_home:
             model = TimedDemoModel()
-            async with _engine(home, model) as engine:
+            async with _engine(home, model) as engine, bare_runner(bare_home) as runner:
                 for turn in range(1, plan.turns + 1):
-                    conversation.turns.append(await timed_turn(engine, model, "long", turn))
-        conversations.append(conversation)
+                    await pair.turn(engine, model, runner, "long", turn)
+        pairs.append(pair)
 
     rows: list[Row] = []
     detail: dict[str, Any] = {"plan": plan.__dict__, "points": {}}
-    for key, label, first, last, target in plan.points:
-        samples = [t for c in conversations for t in c.window(first, last)]
+    for key, label, first, last, ratio in plan.points:
+        ours_samples = [t for p in pairs for t in p.ours.window(first, last)]
+        bare_samples = [t for p in pairs for t in p.bare.window(first, last)]
         if first == 1:
-            samples += first_turns
-        stats = spread([t.overhead_ms for t in samples])
-        strict = spread([t.strict_overhead_ms for t in samples])
-        wall = spread([t.wall_ms for t in samples])
-        cpu = spread([t.cpu_overhead_ms for t in samples])
+            ours_samples += first_turns.ours.turns
+            bare_samples += first_turns.bare.turns
+        stats = spread([t.overhead_ms for t in ours_samples])
+        bare = spread([t.overhead_ms for t in bare_samples])
+        strict = spread([t.strict_overhead_ms for t in ours_samples])
+        wall = spread([t.wall_ms for t in ours_samples])
+        cpu = spread([t.cpu_overhead_ms for t in ours_samples])
+        bare_cpu = spread([t.cpu_overhead_ms for t in bare_samples])
+        calls = spread([t.model_calls for t in ours_samples])
+        bare_calls = spread([t.model_calls for t in bare_samples])
         window = f"turns {first}–{last}" if first != last else "first turns of fresh threads"
         rows.append(
             Row(
                 "overhead",
                 f"overhead.{key}",
-                f"overhead per turn, median @ {label}",
+                f"overhead per turn, median @ {label} (ours)",
                 stats["median"],
                 "ms",
-                target=target,
                 samples=int(stats["n"]),
                 note=(
                     f"{window}; p25–p75 {stats['p25']:.1f}–{stats['p75']:.1f} ms; "
-                    f"CPU {cpu['median']:.1f} ms; wall incl. model {wall['median']:.1f} ms"
+                    f"CPU {cpu['median']:.1f} ms; wall incl. model {wall['median']:.1f} ms; "
+                    f"the bare graph {bare['median']:.1f} ms (CPU {bare_cpu['median']:.1f} ms)"
                 ),
-                extra={"overhead": stats, "strict_overhead": strict, "wall": wall, "cpu": cpu},
+                extra={
+                    "overhead": stats,
+                    "strict_overhead": strict,
+                    "wall": wall,
+                    "cpu": cpu,
+                    "bare": bare,
+                    "bare_cpu": bare_cpu,
+                },
             )
         )
-        detail["points"][label] = {"overhead": stats, "strict": strict, "wall": wall, "cpu": cpu}
+        if ratio:
+            # Later in a conversation the bare graph keeps every message (no summary, no
+            # pruning) and grows with it; ours stays flat: a floor only on a fresh thread.
+            grows = (
+                ""
+                if ratio == "target"
+                else "; the bare graph keeps every message, its cost grows with them"
+            )
+            rows.append(
+                Row(
+                    "overhead",
+                    f"overhead.bare_ratio_{key}",
+                    f"overhead per turn @ {label}: ours / bare LangGraph graph",
+                    stats["median"] / bare["median"],
+                    "x",
+                    target=BARE_RATIO_TARGET if ratio == "target" else None,
+                    samples=int(stats["n"]),
+                    note=(
+                        f"{stats['median']:.1f} vs {bare['median']:.1f} ms; model calls a turn "
+                        f"{calls['median']:.0f} vs {bare_calls['median']:.0f}; CPU "
+                        f"{cpu['median']:.1f} vs {bare_cpu['median']:.1f} ms{grows}"
+                    ),
+                )
+            )
+        detail["points"][label] = {
+            "overhead": stats,
+            "strict": strict,
+            "wall": wall,
+            "cpu": cpu,
+            "bare": bare,
+            "bare_cpu": bare_cpu,
+        }
+    points = [detail["points"][label]["overhead"]["median"] for _, label, *_ in plan.points]
+    rows.append(
+        Row(
+            "overhead",
+            "overhead.late_over_first",
+            f"overhead per turn, {plan.points[-1][1]} / turn 1 (ours)",
+            points[-1] / points[0],
+            "x",
+            note="whether our cost grows with the conversation (summaries keep it bounded)",
+        )
+    )
     if cold is not None:
         rows.append(
             Row(
@@ -187,7 +272,8 @@ async def measure_overhead(quick: bool, progress: Progress) -> tuple[list[Row], 
                 note="lazy imports and first-use caches; not a target",
             )
         )
-    detail["per_turn_median"] = _per_turn_medians(conversations)
+    detail["per_turn_median"] = _per_turn_medians([p.ours for p in pairs])
+    detail["bare_per_turn_median"] = _per_turn_medians([p.bare for p in pairs])
     return rows, detail
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from tests.perf.common import Progress, Row, fmt, machine, target_text
 
 Section = Callable[[bool, Progress], Awaitable[tuple[list[Row], dict[str, Any]]]]
-SECTION_NAMES = ("calls", "overhead", "growth", "tui", "audit", "reads")
+SECTION_NAMES = ("calls", "latency", "overhead", "growth", "tui", "audit", "reads")
 # What each section must produce (the smoke test checks these keys).
 EXPECTED_KEYS: dict[str, tuple[str, ...]] = {
     "calls": (
@@ -31,12 +31,28 @@ EXPECTED_KEYS: dict[str, tuple[str, ...]] = {
         "calls.hallucinated_id",
         "calls.handoff_refund_to_orders",
         "calls.angry_complaint",
-        "calls.suite_ratio",
+        "calls.greeting",
         "calls.order_status_sequential",
+        "calls.greeting_sequential",
+        "calls.suite_total",
+        "calls.suite_ratio",
+        "calls.suite_ratio_previous",
+        "tokens.suite_total",
+        "tokens.suite_parts",
         "tokens.per_call_median",
-        "tokens.per_specialist_call_median",
     ),
-    "overhead": ("overhead.first", "overhead.middle", "overhead.late"),
+    "latency": (
+        "latency.first_token",
+        "latency.first_token_vs_previous",
+        "latency.first_token_vs_supervisor",
+    ),
+    "overhead": (
+        "overhead.first",
+        "overhead.middle",
+        "overhead.late",
+        "overhead.bare_ratio_first",
+        "overhead.bare_ratio_late",
+    ),
     "growth": ("growth.early", "growth.late", "growth.ratio"),
     "tui": ("tui.first_paint", "tui.ready", "tui.max_frame_gap", "tui.keystroke", "tui.drain"),
     "audit": ("audit.open", "audit.filter_worst"),
@@ -55,6 +71,10 @@ def _load(name: str) -> Section:
         from tests.perf import calls
 
         return calls.measure
+    if name == "latency":
+        from tests.perf import latency
+
+        return latency.measure
     if name == "overhead":
         from tests.perf import overhead
 
@@ -204,7 +224,7 @@ def _extra_tables(details: dict[str, Any]) -> list[str]:
     if calls and "error" not in calls:
         from tests.perf.calls import per_scenario_table
 
-        lines.append("Model calls and prompt tokens per scenario (ours = swarm):")
+        lines.append("Model calls and prompt tokens per scenario (ours / previous / supervisor):")
         lines.append("")
         lines.extend(per_scenario_table(calls))
     return lines

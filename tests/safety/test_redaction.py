@@ -127,6 +127,27 @@ def test_ordinary_text_is_untouched(text: str) -> None:
     assert redact(text) == text
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ORD-002" + "x" * 3_000,  # it showed as "ORD-[REDACTED]"
+        "Where is ORD-002" + "0" * 40 + "?",
+        "ORD-002" + "ab" * 100,
+        "Refund REF-ORD-004-" + "A1" * 30,
+    ],
+    ids=["3000 x", "40 zeros", "ab repeated", "A1 repeated"],
+)
+def test_a_long_run_of_one_or_two_characters_is_not_a_secret(text: str) -> None:
+    assert redact(text) == text
+    assert "".join(_streamed(text, [7, 50, 500])) == text
+
+
+def test_a_key_beside_a_long_run_of_one_character_is_still_redacted() -> None:
+    assert redact(f"{MISTRAL_KEY}{'x' * 100} ok") == f"{REDACTED} ok"
+    assert redact(f"{'0' * 12}{MISTRAL_KEY}") == REDACTED
+    assert redact("fakeMistralKey" + "0" * 18) == REDACTED
+
+
 def test_redact_data_walks_nested_structures_and_keys() -> None:
     secret = "nested-secret-value-1"
     data: dict[str, Any] = {

@@ -11,7 +11,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import PrivateAttr
 
-from agents.models.offline.local_model import LocalChatModel, request_tokens
+from agents.models.offline.local_model import LocalChatModel, estimate_tokens, request_tokens
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,8 @@ class Request:
     tool_names: list[str]
     tool_choice: Any
     prompt_tokens: int
+    # The share of `prompt_tokens` that is tool schemas (the same chars/4 estimate).
+    schema_tokens: int = 0
 
     @property
     def is_extraction(self) -> bool:
@@ -64,6 +66,7 @@ class ScriptedChatModel(LocalChatModel):
             [tool["function"]["name"] for tool in tools],
             tool_choice,
             request_tokens(messages, tools),
+            estimate_tokens(json.dumps(list(tools))) if tools else 0,
         )
         self._requests.append(request)
         if not self._script:

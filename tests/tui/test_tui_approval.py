@@ -209,6 +209,62 @@ async def test_complaint_review(tmp_path: Path) -> None:
         assert "approval_decided" in audit_kinds(app, "t-test")
 
 
+async def test_the_dialog_reads_the_ledger_when_it_opens(tmp_path: Path) -> None:
+    """Left for later, then ORD-005 refunded in another window: ctrl+r showed "✓ refund action
+    · … not refunded before", and no earlier decision (the approval just made)."""
+    app = make_app(tmp_path, thread_id="t-later", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await dialog_after(pilot, REFUND)
+        await pilot.press("escape")
+        await settle(pilot)
+
+        settings = Settings(home=tmp_path, force_offline=True)
+        async with ShopBotEngine(settings, model=OfflineDemoModel()) as other:
+            await other.send("t-other", REFUND, customer="Sam")
+            assert (await other.decide("t-other", "approve")).status == "done"
+            (paid,) = other.shop.refunds()
+
+        await pilot.press("ctrl+r")
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen)
+        await settle(pilot)
+        text = modal_text(screen)
+        assert f"already paid ({paid.reference})" in text, text
+        assert f"✗ refund action · refunded since this was asked (reference {paid.reference})" in (
+            text
+        )
+        assert "not refunded before" not in text
+        assert f"approved by {login_name()}" in text and "conversation t-other" in text
+        # The side panel's checks say it too.
+        assert "✗ refund action" in visible_text(app.chat.query_one("#gates"))
+        # Any decision only closes it: nothing is paid twice.
+        await pilot.press("a", "enter")
+        await settle(pilot)
+        assert app.engine is not None and len(app.engine.shop.refunds()) == 1
+
+
+async def test_the_complaint_dialog_names_the_order_and_what_each_answer_does(
+    tmp_path: Path,
+) -> None:
+    """It had no order, and "Compensate" said nothing of what it gives."""
+    app = make_app(tmp_path, customer="Alex")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-001?")
+        screen = await dialog_after(
+            pilot, "This is unacceptable! ORD-001 is broken and nobody answers my emails!!!"
+        )
+        facts = visible_text(screen.query_one("#approval-facts"))
+        assert facts.splitlines()[0].split() == ["Order", "ORD-001"], facts
+        effects = " ".join(visible_text(screen.query_one("#approval-effects")).split())
+        assert "Compensate the customer is told the team will be in touch within 24 hours" in (
+            effects
+        )
+        assert "ShopBot pays nothing itself" in effects
+        assert "Senior review a senior agent" in effects and "Close ticket" in effects
+
+
 async def test_modal_reappears_after_restart(tmp_path: Path) -> None:
     first = make_app(tmp_path, thread_id="t-restart", customer="Sam")
     async with first.run_test(size=SIZE) as pilot:

@@ -170,7 +170,7 @@ async def test_events_newest_first_with_all_columns(audit_path: Path) -> None:
         screen, table = await opened(pilot)
         assert ids(table) == list(range(12, 0, -1))
         assert row_plain(table, 0) == [
-            "06-10 09:06:47",
+            "2025-06-10 09:06:47",
             "T-sam",
             "refund_agent",
             "refund_processed",
@@ -619,7 +619,7 @@ async def test_a_cut_thread_id_keeps_its_end_in_the_filter_as_in_the_table(
 
 @pytest.mark.parametrize(
     ("size", "short"),
-    [((70, 20), True), ((80, 24), True), ((90, 24), False), ((120, 32), False)],
+    [((70, 20), True), ((80, 24), True), ((90, 24), True), ((120, 32), False)],
     ids=["70x20", "80x24", "90x24", "120x32"],
 )
 async def test_every_agent_reads_whole_at_any_width(
@@ -639,10 +639,11 @@ async def test_every_agent_reads_whole_at_any_width(
         if short:
             assert shown == [agent.removesuffix("_agent") for agent in agents], shown
             assert {"order", "refund", "complaints"} <= set(shown)
-            assert rows[0][: columns["Time"] + 12].split() == ["06-10", "09:06"], rows[0]
+            assert rows[0][: columns["Time"] + 17].split() == ["2025-06-10", "09:06"], rows[0]
         else:
             assert shown == agents, shown
-            assert rows[0].split()[:2] == ["06-10", "09:06:47"], rows[0]
+            assert rows[0].split()[:2] == ["2025-06-10", "09:06:47"], rows[0]
+        assert header.startswith(" Time (UTC)"), header  # the zone the times are in
         for row in rows:
             assert "…" not in row[: columns["Kind"]], row  # time, thread and agent whole
         text = await detail_of(pilot, screen, 12)
@@ -764,3 +765,79 @@ async def test_open_with_no_event_listed_says_so(audit_path: Path) -> None:
         assert pilot.app.screen is screen
         said = [notice.message for notice in pilot.app._notifications]
         assert said == ["No event is listed: nothing to open."]
+
+
+async def test_enter_after_choosing_from_a_filter_opens_the_event_not_the_list_again(
+    audit_path: Path,
+) -> None:
+    """After a kind was chosen from its list, the next enter opened that list again."""
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        kinds = screen.query_one("#audit-kind", Select)
+        await pilot.press("k", "down", "enter")
+        await settle(pilot)
+        assert kinds.value == "approval_decided" and not kinds.expanded
+        assert pilot.app.focused is table
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not kinds.expanded
+        assert screen.query_one("#audit-results").has_class("-reading")
+
+
+async def test_enter_opens_the_event_large_and_esc_gives_the_table_its_room_back(
+    audit_path: Path,
+) -> None:
+    """Enter only moved the focus into the pane below: nothing on screen changed."""
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        detail = screen.query_one("#audit-detail")
+        before = detail.region
+        await pilot.press("enter")
+        await pilot.pause()
+        assert detail.region.height > before.height + 5, (before, detail.region)
+        assert table.region.height < 10
+        assert "esc back to the list" in painted(pilot, "#audit-detail")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert pilot.app.focused is table and detail.region == before
+        assert "esc back" not in painted(pilot, "#audit-detail")
+
+
+async def test_letters_typed_in_the_search_box_are_text_and_not_offered_as_keys(
+    audit_path: Path,
+) -> None:
+    """In the search box a letter is text: Textual's Input consumes printable keys
+    (`check_consume_key`), and the footer leaves out the keys it consumes."""
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, _table = await opened(pilot)
+        assert "w When" in painted(pilot, "Footer")
+        await pilot.press("slash")
+        await pilot.pause()
+        footer = painted(pilot, "Footer")
+        for key in ("t Thread", "k Kind", "w When", "x Export", "o Open"):
+            assert key not in footer, footer
+        assert "esc Back" in footer
+        await pilot.press(*"wow")
+        await pilot.pause()
+        assert screen.query_one("#audit-search", Input).value == "wow"
+        assert not screen.query_one("#audit-when", Select).expanded
+        await pilot.press("escape")
+        await pilot.pause()
+        assert "w When" in painted(pilot, "Footer")
+
+
+async def test_whole_thread_ids_when_there_is_room(tmp_path: Path) -> None:
+    """The table cut "20261130-114305-2b692c" to "…-114305-2b692c" at any width."""
+    threads = ["20261130-114305-2b692c", "20261130-114307-77aa01"]
+    path = tmp_path / "audit.sqlite"
+    with AuditLog(path) as log:
+        for thread in threads:
+            log.append("turn_started", thread_id=thread, agent="order_agent", detail={})
+    async with ViewerHost(path, thread_id=threads[0]).run_test(size=(120, 32)) as pilot:
+        await opened(pilot)
+        assert threads[0] in painted(pilot, "#audit-table")
+        assert threads[0] in painted(pilot, "#audit-thread")
+        await pilot.press("t")
+        await pilot.pause()
+        listed = painted(pilot, "#audit-thread SelectOverlay")
+        assert all(thread in listed for thread in threads), listed

@@ -25,7 +25,7 @@ from shopbot_tui.chat.approval_screen import ApprovalScreen
 from shopbot_tui.chat.notices import NOTHING_LEFT_TO_STOP, STILL_PAYING
 from shopbot_tui.chat.screen import ChatScreen
 from shopbot_tui.threads.screen import ThreadsScreen
-from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage
+from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage, SystemNote
 from shopbot_tui.widgets.side_panel import AgentCard, SidePanel
 from tests.support.tui import (
     SIZE,
@@ -480,8 +480,6 @@ async def test_loading_state_paints_before_the_engine(tmp_path: Path) -> None:
             await gate.wait()
             await super().start()
 
-    import asyncio
-
     gate = asyncio.Event()
     app = make_app(tmp_path, engine_class=SlowEngine)
     async with app.run_test(size=SIZE) as pilot:
@@ -490,15 +488,56 @@ async def test_loading_state_paints_before_the_engine(tmp_path: Path) -> None:
         loading = app.chat.query_one("#loading SystemNote")
         assert "Loading the engine" in visible_text(loading)
         panel = app.chat.query_one(SidePanel)
-        assert "Model     offline demo" in visible_text(panel.query_one("#model"))
-        await send(pilot, "hello", wait=False)
-        await pilot.pause()
-        assert any("still loading" in notice for notice in iter_notices(app, "warning"))
-        assert app.chat.query_one("#message", Input).value == "hello"
+        assert "Model    offline demo" in visible_text(panel.query_one("#model"))
         gate.set()
         await settle(pilot)
         assert app.engine is not None
         assert notes(app)[0].startswith("New conversation")
+
+
+async def test_a_message_sent_while_the_engine_loads_goes_once_it_is_up(tmp_path: Path) -> None:
+    """It was refused ("still loading the engine; your message is kept"), to send again."""
+
+    class SlowEngine(ShopBotEngine):
+        async def start(self) -> None:
+            await gate.wait()
+            await super().start()
+
+    gate = asyncio.Event()
+    app = make_app(tmp_path, engine_class=SlowEngine)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await send(pilot, "Where is ORD-002?", wait=False)
+        await pilot.pause()
+        assert app.engine is None
+        assert list(iter_notices(app, "information")) == [
+            "Sending soon: ShopBot is still loading the engine; your message goes as soon as "
+            "it is up."
+        ]
+        assert not list(iter_notices(app, "warning"))
+        gate.set()
+        await settle(pilot)
+        assert transcript_on_screen(app)[1] == ("customer", "Where is ORD-002?")
+        assert "In Transit" in replies(app)[-1]
+        assert app.chat.message_input.value == ""
+
+
+async def test_a_message_taken_back_while_the_engine_loads_is_not_sent(tmp_path: Path) -> None:
+    class SlowEngine(ShopBotEngine):
+        async def start(self) -> None:
+            await gate.wait()
+            await super().start()
+
+    gate = asyncio.Event()
+    app = make_app(tmp_path, engine_class=SlowEngine)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await send(pilot, "Where is ORD-002?", wait=False)
+        app.chat.message_input.value = "Where is ORD-005?"  # changed: not what was sent
+        gate.set()
+        await settle(pilot)
+        assert [role for role, _ in transcript_on_screen(app)] == ["note"]
+        assert app.chat.message_input.value == "Where is ORD-005?"
 
 
 def test_the_app_module_does_not_import_langchain() -> None:
@@ -535,6 +574,21 @@ async def test_copy_last_reply_and_export_chat(tmp_path: Path) -> None:
         assert any(str(exports[0]) in notice for notice in iter_notices(app, "information"))
 
 
+async def test_an_order_id_before_a_long_run_of_one_character_is_not_redacted(
+    tmp_path: Path,
+) -> None:
+    """`ORD-002` and 3,000 x's showed as `ORD-[REDACTED]`: nothing is a secret here."""
+    message = "Where is ORD-002" + "x" * 3_000
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, message)
+        assert transcript_on_screen(app)[1] == ("customer", message)
+        assert app.engine is not None
+        stored = [line.text for line in app.engine.transcript("t-test")]
+        assert stored[0] == message and "REDACTED" not in " ".join(stored)
+
+
 async def test_correction_loop_is_shown(tmp_path: Path) -> None:
     app = make_app(tmp_path, customer="Alex")
     async with app.run_test(size=SIZE) as pilot:
@@ -547,6 +601,32 @@ async def test_correction_loop_is_shown(tmp_path: Path) -> None:
         assert app.engine is not None
         stored = [line.text for line in app.engine.transcript("t-test") if line.role == "note"]
         assert stored == shown[1:]
+
+
+async def test_notes_of_a_misread_order_id_are_whole_and_read_as_what_happened(
+    tmp_path: Path,
+) -> None:
+    """They were cut ("…format ORD-XXX (three digits, example: ORD…"), and on this path,
+    which ends with the order found, "lookup_order refused: Refused, not executed: …" read
+    as an error."""
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=(80, 40)) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-02?")
+        assert "In Transit" in replies(app)[-1]  # it ends well
+        shown = notes(app)[1:]
+        assert shown == [
+            "gate: order id rejected: Order ID 'ORD-02' does not match the required format "
+            "ORD-XXX (three digits, example: ORD-001)",
+            "correcting (1/2)",
+            "lookup_order not run: it named 'ORD-02', and the order checked this turn is "
+            "ORD-002: the model was told to use that one.",
+        ]
+        # Wrapped on screen, not cut.
+        painted = " ".join(
+            " ".join(painted_text(app, note).split()) for note in app.chat.query(SystemNote)
+        )
+        assert "(three digits, example: ORD-001)" in painted and "…" not in painted
 
 
 async def test_customer_of_a_stored_thread_wins(tmp_path: Path) -> None:
@@ -595,6 +675,22 @@ async def test_quitting_while_a_turn_runs_is_clean(tmp_path: Path) -> None:
         await settle(pilot)
         await send(pilot, "Where is ORD-005?")
         assert "Bluetooth Speaker" in replies(again)[-1]
+
+
+async def test_the_side_panels_values_line_up(tmp_path: Path) -> None:
+    """`Model`'s value stood one column right of `ID`'s and `Customer`'s."""
+    app = make_app(tmp_path, thread_id="t-aligned", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        lines = painted_text(app, app.chat.panel).splitlines()
+
+        def column(label: str, value: str) -> int:
+            (line,) = [line for line in lines if line.lstrip("▏ ").startswith(label)]
+            return line.index(value)
+
+        model = column("Model", "offline demo")
+        assert column("ID", "t-aligned") == model == column("Customer", "Sam")
+        assert column("rule-based", "rule-based") == model
 
 
 async def test_a_narrow_terminal_hides_the_side_panel_and_ctrl_b_brings_it_back(

@@ -60,8 +60,8 @@ SHOPBOT = Path(sys.executable).with_name("shopbot")
 
 
 async def shopbot(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The installed `shopbot` command on `home` (PYTHONPATH passed on, as in test_cli.py),
-    run off the event loop: the app goes on meanwhile."""
+    """The installed `shopbot` command on `home` (PYTHONPATH passed on, as in
+    test_cli_process.py), run off the event loop: the app goes on meanwhile."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("MISTRAL_", "SHOPBOT_"))}
     done = await asyncio.to_thread(
         subprocess.run,

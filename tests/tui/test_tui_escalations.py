@@ -372,6 +372,35 @@ async def test_escalations_open_at_start_are_said_in_one_notification(tmp_path: 
         assert app.bells == 0
 
 
+async def test_an_escalation_said_at_one_start_is_not_said_at_the_next(tmp_path: Path) -> None:
+    """The start-up notification named the same escalation at every launch until someone
+    marked it handled."""
+    await escalate_elsewhere(tmp_path, "t-one")
+    first = make_app(tmp_path, thread_id="t-quiet", customer="Sam")
+    async with first.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert escalation_notices(first) == [
+            "Escalated to a person: Conversation t-one is escalated and waiting for a person: "
+            "marked ▲ in ctrl+t."
+        ]
+    await escalate_elsewhere(tmp_path, "t-two")  # (while no app runs)
+    for launch in range(2):
+        again = make_app(tmp_path, thread_id="t-quiet", customer="Sam")
+        async with again.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            # Still escalated, still counted; said once: only t-two, and only the first time.
+            assert "2 conversations escalated" in escalated_line(again)
+            said = escalation_notices(again)
+            assert said == (
+                [
+                    "Escalated to a person: Conversation t-two is escalated and waiting for a "
+                    "person: marked ▲ in ctrl+t."
+                ]
+                if launch == 0
+                else []
+            ), said
+
+
 async def test_several_escalations_new_in_one_read_are_one_notification(tmp_path: Path) -> None:
     app = make_app(tmp_path, thread_id="t-quiet", customer="Sam")
     async with app.run_test(size=SIZE) as pilot:

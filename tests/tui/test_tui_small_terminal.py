@@ -18,7 +18,7 @@ from shopbot_tui.audit.screen import AuditViewerScreen
 from shopbot_tui.chat.approval_screen import ApprovalScreen
 from shopbot_tui.chat.screen import ChatScreen
 from shopbot_tui.threads.screen import ThreadsScreen
-from shopbot_tui.widgets.conversation import AssistantReply
+from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage
 from tests.support.tui import (
     GatedModel,
     frame_text,
@@ -187,7 +187,7 @@ async def test_the_keys_panel_shows_shopbots_keys_and_leaves_the_chat_its_width(
         await pilot.pause()
         shown = painted_text(app, app.chat.query_one(HelpPanel))
         # ("Stop reply" is listed while a reply is written: nothing runs now.)
-        for key in ("Send", "Copy reply", "Export", "Side panel", "Scroll up"):
+        for key in ("Send", "^y Copy", "^s Export", "^b Panel", "Scroll up"):
             assert key in shown, (key, shown)
         assert "Delete character left" not in shown, shown
         # Each key's tooltip reads on from its name, shown beside it: not "New New conversation".
@@ -280,3 +280,115 @@ async def test_an_escalated_conversations_footer_fits_80_columns_while_a_reply_i
             assert key in footer_line(app), footer_line(app)
         model.resume()
         await settle(pilot)
+
+
+@pytest.mark.parametrize("size", [(44, 14), (70, 20), (80, 24), (120, 40)])
+async def test_the_agent_its_step_and_the_model_show_at_every_width(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """Below 90 columns the side panel hid, and with it the live agent and step."""
+    model = GatedModel()
+    app = make_app(tmp_path, thread_id="t-w", customer="Sam", model=model)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        status = app.chat.query_one("#status")
+        assert painted_text(app, status).strip().startswith("▸ Order agent · idle")
+        box = app.chat.message_input
+        box.value = REFUND
+        box.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, model.held.is_set, "the model to be asked")
+        await pilot.pause()
+        shown = painted_text(app, status).strip()
+        assert shown.startswith("▸ ") and " · " in shown, shown
+        assert app.chat.panel.step in shown, (app.chat.panel.step, shown)
+        model.open()
+        await settle(pilot)
+        await pilot.press("escape")  # the approval, for later
+        await settle(pilot)
+        line = painted_text(app, status).strip()
+        expected = "▸ Refund agent · waiting for approval · offline demo"
+        # Cut at its end when narrow: the agent and its step first.
+        assert expected.startswith(line.rstrip("…")) and len(line) >= len("▸ Refund agent"), line
+        if size[0] >= 70:
+            assert line == expected
+        # The header names the conversation and its customer.
+        assert "ShopBot — Sam · t-w" in frame_text(app).splitlines()[0]
+
+
+async def test_bubbles_keep_a_readable_width_on_a_wide_terminal(tmp_path: Path) -> None:
+    """At 200 columns a reply and a message ran 150 columns wide."""
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is my order? " * 12 + "ORD-002")
+        for widget in (app.chat.query_one(CustomerMessage), app.chat.query_one(AssistantReply)):
+            assert widget.region.width <= 100, (widget, widget.region)
+        # One column: the message ends where the reply begins plus the same width.
+        message = app.chat.query_one(CustomerMessage).region
+        reply = app.chat.query_one(AssistantReply).region
+        assert message.right - reply.x == 100 + 12, (message, reply)
+
+
+@pytest.mark.parametrize(
+    ("size", "keys"), [((80, 24), ["^y Copy", "^b Panel"]), ((120, 40), ["^y Copy", "^s Export"])]
+)
+async def test_the_footer_shows_copy_export_and_the_panel_key_when_they_apply(
+    tmp_path: Path, size: tuple[int, int], keys: list[str]
+) -> None:
+    """`^n ^t ^l ^q` only: ctrl+y, ctrl+s and ctrl+b never showed."""
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        footer = footer_line(app)
+        assert "Copy" not in footer and "Export" not in footer  # nothing to copy yet
+        await pilot.press("ctrl+y")  # still a key, saying why nothing happened
+        assert app.notices[-1][2] == "There is no reply to copy yet."
+        await send(pilot, "Where is ORD-002?")
+        footer = footer_line(app)
+        for key in [*keys, "^q Quit"]:
+            assert key in footer, footer
+        if size[0] < 90:
+            await pilot.press("ctrl+b")  # shown: the key leaves the footer, and hides it again
+            await settle(pilot)
+            assert app.chat.panel.display and "^b Panel" not in footer_line(app)
+            await pilot.press("ctrl+b")
+            await settle(pilot)
+            assert not app.chat.panel.display and "^b Panel" in footer_line(app)
+
+
+async def test_ctrl_o_is_in_the_footer_while_another_conversation_waits(tmp_path: Path) -> None:
+    """The side panel said "ctrl+o opens it", and the footer did not have it."""
+    app = make_app(tmp_path, thread_id="t-sam", customer="Sam")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await send(pilot, REFUND)
+        await pilot.press("escape")  # decided later: it waits
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        app.chat.waiting.look()
+        await settle(pilot)
+        footer = footer_line(app)
+        assert "^o Next decision" in footer and "^q Quit" in footer, footer
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.chat.thread_id == "t-sam"
+        footer = footer_line(app)
+        assert "^o Next decision" not in footer and "^r Decide" in footer, footer
+
+
+async def test_esc_closes_the_keys_panel(tmp_path: Path) -> None:
+    """It stayed until the palette's Keys was chosen again; esc did nothing."""
+    app = make_app(tmp_path, customer="Sam")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p", *"keys")
+        await settle(pilot)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(app.chat.query(HelpPanel)), "the keys panel")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not app.chat.query(HelpPanel), "no keys panel")
+        assert app.chat.panel.region.width > 0  # the side panel is back
+        assert isinstance(app.screen, ChatScreen)

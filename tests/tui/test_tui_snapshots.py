@@ -89,6 +89,23 @@ def test_complaint_review_modal(snap_compare: SnapCompare, tmp_path: Path) -> No
     assert snap_compare(app, terminal_size=SIZE, run_before=complain)
 
 
+def test_an_80x24_terminal_keeps_the_agent_and_its_step_in_sight(
+    snap_compare: SnapCompare, tmp_path: Path
+) -> None:
+    """The side panel folds away below 90 columns; the status line above the message box
+    still says who answers and what they are doing, and the header whose conversation it is."""
+    app = make_app(tmp_path, thread_id="demo-narrow", customer="Sam")
+
+    async def refund_left_for_later(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await send(pilot, "I want a refund for ORD-005, the speaker crackles at any volume")
+        assert isinstance(pilot.app.screen, ApprovalScreen)
+        await pilot.press("escape")  # decide later: the Refund agent waits for approval
+        await steady(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=refund_left_for_later)
+
+
 @pytest.mark.skipif(
     not os.environ.get("SHOPBOT_WRITE_DOCS"), reason="set SHOPBOT_WRITE_DOCS=1 to rewrite it"
 )

@@ -240,6 +240,41 @@ async def test_a_turn_that_pauses_for_approval_while_its_thread_loads_is_shown_p
         assert shown == [(line.role, line.text) for line in read("t-one")]
 
 
+async def test_ctrl_n_is_for_the_open_conversations_customer_and_says_whom(
+    tmp_path: Path,
+) -> None:
+    """From a conversation begun without a customer, ctrl+n started one for Sam, the customer
+    named last since the app started, and its notification named nobody."""
+    app = make_app(tmp_path, thread_id="t-sam", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        assert app.chat.customer == "Sam"
+        assert app.notices[-1] == (
+            "information",
+            "",
+            f"New conversation {app.chat.thread_id} for Sam.",
+        )
+        # A conversation without a customer, from the list (its box emptied).
+        screen = await thread_list(pilot)
+        screen.query_one("#new-customer", Input).value = ""
+        await pilot.press("ctrl+n", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen) and app.chat.customer is None
+        anonymous = app.chat.thread_id
+
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        assert app.chat.thread_id != anonymous
+        assert app.chat.customer is None
+        assert visible_text(app.chat.query_one("#customer")) == "Customer not given"
+        assert app.notices[-1][2] == (
+            f"New conversation {app.chat.thread_id}, without a customer: ctrl+t starts one "
+            "for a customer."
+        )
+
+
 async def test_new_conversation_for_another_customer_from_the_thread_list(tmp_path: Path) -> None:
     app = make_app(tmp_path, customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
@@ -533,6 +568,38 @@ async def test_a_conversation_whose_stored_state_is_damaged_says_so_and_the_app_
         assert "In Transit" in replies(app)[-1]
 
 
+async def test_an_audit_event_opens_its_conversation_at_that_moment(tmp_path: Path) -> None:
+    """`o` opened the conversation at its end (the open one: not at all), however long ago
+    the event was."""
+    app = make_app(tmp_path, thread_id="t-long", customer="Sam")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-0O2?")  # a check fails: the event to look at
+        for _ in range(6):
+            await send(pilot, "Where is ORD-005?")
+        log = app.chat.chat_log
+        assert log.max_scroll_y > 0 and log.scroll_y == log.max_scroll_y
+        await pilot.press("ctrl+l")
+        await settle(pilot)
+        viewer = app.screen
+        assert isinstance(viewer, AuditViewerScreen)
+        table = viewer.query_one(AuditEventTable)
+        (failed,) = [event for event in table.events if event.kind == "gate_failed"]
+        assert table.move_to_event(failed.id)
+        await pilot.press("o")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen) and app.chat.thread_id == "t-long"
+        marked = app.chat.query(".-at-event")
+        assert len(marked) == 1
+        shown = log.content_region
+        # The moment is at the top of the view, the conversation's end out of sight below.
+        assert shown.contains_region(marked.first().region) or (
+            marked.first().region.y == shown.y
+        ), (marked.first().region, shown)
+        assert log.scroll_y < log.max_scroll_y
+        assert "ORD-0O2" in painted_text(app, log)
+
+
 @pytest.mark.parametrize("how", ["deleted", "emptied"])
 async def test_a_lost_database_is_named_and_the_app_makes_no_new_one(
     tmp_path: Path, how: str
@@ -632,9 +699,11 @@ async def test_typing_over_the_conversation_list_filters_it(tmp_path: Path) -> N
         screen = await list_of_two(pilot)
         table = screen.query_one("#threads", DataTable)
         assert app.focused is table and table.row_count == 2
-        await pilot.press(*"002")  # no ctrl+f first: typing goes to the filter
+        # No ctrl+f first: typing goes to the filter. (Not a bare "002": a new
+        # conversation's id holds the date and the time, which can hold it too.)
+        await pilot.press(*"ord-002")
         await pilot.pause()
-        assert screen.query_one("#filter", Input).value == "002"
+        assert screen.query_one("#filter", Input).value == "ord-002"
         assert [row.value for row in table.rows] == ["t-one"]
         await pilot.press("enter", "enter")  # the filter hands over to the list, which opens
         await settle(pilot)
@@ -676,54 +745,118 @@ async def test_the_new_conversation_button_names_the_customer_it_starts_for(
         screen = await thread_list(pilot)
         await pilot.press(*"Jordan")  # over the list: the filter
         await pilot.pause()
-        assert "New for Sam" in painted_text(app, screen.query_one("#new"))
+        assert "New conversation" in painted_text(app, screen.query_one("#new"))
         box = screen.query_one("#new-customer", Input)
         box.focus()
-        box.value = ""
-        await pilot.pause()
-        assert "New conversation" in painted_text(app, screen.query_one("#new"))
         await pilot.press(*"[b]Jordan")
         await pilot.pause()
         assert "New for [b]Jordan" in painted_text(app, screen.query_one("#new"))
 
 
-async def test_typing_while_the_new_button_has_the_focus_filters_the_list(
+async def test_typing_over_the_list_filters_it_and_keys_with_actions_keep_them(
     tmp_path: Path,
 ) -> None:
-    """Tabbed to "New for Sam", a person types to find a conversation: the letters went
-    nowhere. They go to the filter now, and the button's keys and the list's still work."""
+    """A person types to find a conversation: the letters go to the filter, and the list's
+    keys still work; the New button (clicked, or ctrl+n) starts a conversation."""
     app = make_app(tmp_path, thread_id="t-one", customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         screen = await list_of_two(pilot)
         table = screen.query_one("#threads", DataTable)
-        button = screen.query_one("#new", Button)
         await wait_until(pilot, lambda: table.row_count == 2, "the list loaded")
         table.focus()
-        await pilot.press("tab", "tab")  # past the customer's name, to the button
-        assert app.focused is button
-        await pilot.press(*"002")
+        await pilot.press(*"ord-002")
         await pilot.pause()
         box = screen.query_one("#filter", Input)
-        assert app.focused is box and box.value == "002"
+        assert app.focused is box and box.value == "ord-002"
         assert [row.value for row in table.rows] == ["t-one"]
 
         # A printable key with an action (here through a keymap) keeps it.
         app.set_keymap({"threads.close": "escape,q"})
-        button.focus()
+        table.focus()
         await pilot.press("q")
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
-        assert box.value == "002"
+        assert box.value == "ord-002"
 
-        # And enter on the button still starts a conversation, for the customer it names.
+        # And the button still starts a conversation, for the customer it names.
         app.set_keymap({})
         before = app.chat.thread_id
         screen = await thread_list(pilot)
-        screen.query_one("#new", Button).focus()
-        await pilot.press("enter")
+        screen.query_one("#new-customer", Input).value = "Sam"
+        await pilot.click("#new")
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
         assert app.chat.thread_id not in (before, "t-one") and app.chat.customer == "Sam"
+
+
+async def test_enter_in_the_filter_opens_the_selected_match(tmp_path: Path) -> None:
+    """Enter in the filter moved the focus to the list: a single match took two enters, and
+    down did nothing there."""
+    app = make_app(tmp_path, thread_id="t-one", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await list_of_two(pilot)
+        newest = app.chat.thread_id
+        table = screen.query_one("#threads", DataTable)
+        await wait_until(pilot, lambda: table.row_count == 2, "the list loaded")
+        await pilot.press(*"ORD-002", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen) and app.chat.thread_id == "t-one"
+
+        # The arrows move the selection from the filter.
+        screen = await thread_list(pilot)
+        table = screen.query_one("#threads", DataTable)
+        await wait_until(pilot, lambda: table.row_count == 2, "the list loaded")
+        await pilot.press("ctrl+f", "down")
+        assert app.focused is screen.query_one("#filter", Input)
+        assert table.cursor_row == 1
+        await pilot.press("up")
+        assert table.cursor_row == 0
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ChatScreen) and app.chat.thread_id == newest
+
+
+async def test_an_empty_view_says_so_where_its_rows_would_be(tmp_path: Path) -> None:
+    """The Waiting view with nothing in it was a blank table filling the dialog, its one line
+    of words at the bottom, easy to miss."""
+    app = make_app(tmp_path, thread_id="t-sam", customer="Sam")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await send(pilot, "Where is ORD-002?")
+        screen = await thread_list(pilot)
+        await pilot.press("ctrl+t")  # the next view: Waiting for a decision
+        await settle(pilot)
+        table = screen.query_one("#threads", DataTable)
+        empty = screen.query_one("#threads-empty")
+        assert table.row_count == 0 and table.region.height <= 2, table.region
+        assert "No conversation is waiting for a decision." in painted_text(app, empty)
+        middle = empty.region.y + empty.region.height // 2
+        words = next(
+            y
+            for y, line in enumerate(painted_text(app, empty).splitlines(), start=empty.region.y)
+            if "No conversation" in line
+        )
+        assert abs(words - middle) <= 1, (words, middle)
+        await pilot.press("ctrl+t", "ctrl+t", "ctrl+t")  # back to All: its rows again
+        await settle(pilot)
+        assert table.row_count == 1 and table.region.height > 2
+
+
+async def test_the_customer_box_is_one_shift_tab_away_and_starts_empty(tmp_path: Path) -> None:
+    """It took two shift+tabs from the filter (the New button came first), and it held the
+    name of the customer served last."""
+    app = make_app(tmp_path, thread_id="t-sam", customer="Sam")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await thread_list(pilot)
+        box = screen.query_one("#new-customer", Input)
+        assert box.value == ""
+        assert "New conversation" in painted_text(app, screen.query_one("#new"))
+        await pilot.press("ctrl+f", "shift+tab")
+        assert app.focused is box
+        screen.query_one("#threads", DataTable).focus()
+        await pilot.press("tab")
+        assert app.focused is box
 
 
 def seed_queues(app: Any) -> None:

@@ -24,11 +24,11 @@ from agents.graph.context import ShopContext
 from agents.graph.history import HANDOFF_PREFIX, storable_reply, text_of, without_handoffs
 from agents.graph.other_orders import other_orders_in_turn
 from agents.graph.prompts import specialist_prompt
-from agents.graph.reporting import report
-from agents.graph.specialists.endings import close_complaint
+from agents.graph.reporting import close_turn, report
+from agents.graph.specialists.endings import close_complaint, fail_turn
 from agents.graph.specialists.spec import SpecialistSpec
 from agents.graph.state import SpecialistState
-from agents.models.provider import call_model
+from agents.models.provider import ProviderUnavailable, call_model
 
 # What we say when a model returns neither text nor a tool call: Mistral would reject an
 # empty assistant message in the next request, and the customer deserves an answer.
@@ -67,13 +67,16 @@ def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
         )
         # Streamed through the custom stream (not LangGraph's "messages" mode, which hooks
         # every runnable of the graph to find the few tokens a customer should see).
-        streamed = await call_model(
-            answering_model if validated or not _new_message(state) else filing_model,
-            [SystemMessage(system), *without_handoffs(state["messages"])],
-            runtime,
-            agent=spec.name,
-            on_text=lambda piece: runtime.stream_writer(to_wire(TokenDelta(spec.name, piece))),
-        )
+        try:
+            streamed = await call_model(
+                answering_model if validated or not _new_message(state) else filing_model,
+                [SystemMessage(system), *without_handoffs(state["messages"])],
+                runtime,
+                agent=spec.name,
+                on_text=lambda piece: runtime.stream_writer(to_wire(TokenDelta(spec.name, piece))),
+            )
+        except ProviderUnavailable as exc:
+            return fail_turn(runtime, spec.name, state["messages"], exc)
         reply = message_chunk_to_message(streamed)
         assert isinstance(reply, AIMessage)
         # (Redacted: a key the model repeats reaches no store, nor the text the screen keeps.)
@@ -85,7 +88,10 @@ def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
                 reply = naming_other_orders(reply, state, runtime.stream_writer, spec.name)
             report(runtime, ReplyDone(agent=spec.name, text=text_of(reply)))
             if spec.review == "complaint" and validated:
-                return {"messages": [reply], **close_complaint(runtime, spec.name)}
+                handed_back = close_complaint(runtime, spec.name)
+                close_turn(runtime, agent=handed_back["active_agent"], status="done")
+                return {"messages": [reply], **handed_back}
+            close_turn(runtime, agent=spec.name, status="done")
         return {"messages": [reply]}
 
     return respond

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.runtime import Runtime
 
 from agents.events import (
@@ -14,14 +15,21 @@ from agents.events import (
     LimitReached,
     ReplyDone,
     StepChanged,
+    TurnFailed,
 )
 from agents.graph.context import ShopContext
-from agents.graph.history import refuse_pending
+from agents.graph.history import refuse_pending, repair_tail
 from agents.graph.other_orders import other_orders_in_turn
-from agents.graph.replies import ESCALATED_AFTER_CORRECTIONS, ESCALATED_OVER_LIMIT, LIMIT_REACHED
-from agents.graph.reporting import report
+from agents.graph.replies import (
+    ESCALATED_AFTER_CORRECTIONS,
+    ESCALATED_OVER_LIMIT,
+    LIMIT_REACHED,
+    TURN_FAILED_NOTE,
+)
+from agents.graph.reporting import close_turn, report
 from agents.graph.specialists.spec import SpecialistSpec
 from agents.graph.state import SpecialistState
+from agents.models.provider import ProviderUnavailable
 from agents.names import DEFAULT_AGENT
 
 
@@ -49,6 +57,7 @@ def make_escalate(spec: SpecialistSpec) -> Any:
         )
         report(runtime, ReplyDone(agent=spec.name, text=text))
         report(runtime, StepChanged(agent=spec.name, step="idle"))
+        close_turn(runtime, agent=spec.name, status="done")
         why = "Not executed: the case was escalated to a human colleague."
         closing = refuse_pending(state["messages"], why)
         return {"messages": [*closing, AIMessage(content=text)]}
@@ -67,11 +76,26 @@ def make_stop_turn(spec: SpecialistSpec) -> Any:
             detail=stop,
         )
         report(runtime, ReplyDone(agent=spec.name, text=LIMIT_REACHED))
+        close_turn(runtime, agent=spec.name, status="done")
         why = "Not executed: the turn was stopped by a safety limit."
         closing = refuse_pending(state["messages"], why)
         return {"messages": [*closing, AIMessage(content=LIMIT_REACHED)]}
 
     return stop_turn
+
+
+def fail_turn(
+    runtime: Runtime[ShopContext],
+    agent: str,
+    messages: Sequence[AnyMessage],
+    exc: ProviderUnavailable,
+) -> dict[str, Any]:
+    """The model provider failed for good (its retries spent): the person is told, the
+    turn closed as failed, and the history left where the next message can build on it (an
+    unanswered call refused, no tool answer last). The customer's message stays."""
+    report(runtime, TurnFailed(kind="provider", message=str(exc)))
+    close_turn(runtime, agent=agent, status="error")
+    return {"messages": repair_tail(messages, TURN_FAILED_NOTE)}
 
 
 def close_complaint(

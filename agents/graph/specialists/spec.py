@@ -15,6 +15,9 @@ MAX_CORRECTIONS = 2
 MAX_HANDOFFS_PER_TURN = 3
 # The same tool with the same arguments: the 2nd call is refused, the 3rd stops the turn.
 REPEAT_LIMIT = 3
+# Tool rounds in one turn, whichever specialists make them: the brake that ends a model's
+# endless distinct calls inside the graph (a server's recursion limit is its own, 10 000).
+MAX_TOOL_ROUNDS = 8
 # Super-steps per graph per run; the hard brake behind the soft ones above.
 RECURSION_LIMIT = 40
 

@@ -35,12 +35,18 @@ from agents.events import (
     ToolCalled,
 )
 from agents.graph.context import ShopContext
-from agents.graph.decisions import ASK_DECISION, complaint_review_payload, refund_approval_payload
+from agents.graph.decisions import (
+    ASK_DECISION,
+    complaint_order,
+    complaint_review_payload,
+    refund_approval_payload,
+)
 from agents.graph.history import HANDOFF_PREFIX, MALFORMED, tool_answer, unanswered_calls
 from agents.graph.reporting import report
 from agents.graph.specialists.spec import (
     MAX_CORRECTIONS,
     MAX_HANDOFFS_PER_TURN,
+    MAX_TOOL_ROUNDS,
     REPEAT_LIMIT,
     SpecialistSpec,
 )
@@ -85,12 +91,14 @@ class _ActStep:
 
     # --- refusals before anything runs -----------------------------------------------
 
-    def refuse(self, call: ToolCall, text: str, *, kind: str = "tool_refused") -> None:
+    def refuse(self, call: ToolCall, text: str, note: str, *, kind: str = "tool_refused") -> None:
+        """Answer `call` with `text` (for the model) instead of running it; `note` says it
+        to the person watching: why it did not run, and what happens instead."""
         self.answers.append(tool_answer(call, text, error=True))
         args = {k: v for k, v in call["args"].items() if k != MALFORMED}
         report(
             self.runtime,
-            ToolCalled(self.spec.name, call["name"], args, "refused", text),
+            ToolCalled(self.spec.name, call["name"], args, "refused", text, note),
             kind=kind,
             agent=self.spec.name,
             detail={"tool": call["name"], "args": args, "reason": text},
@@ -104,14 +112,21 @@ class _ActStep:
                 call,
                 f"The arguments of your {name or 'tool'} call were not valid JSON "
                 f"({call['args'][MALFORMED][:120]}). Call it again with valid arguments.",
+                "its arguments were not valid JSON; the model was asked to call it again.",
             )
             return None
         tool = tools.get(name)
         if tool is None:
-            self.refuse(call, f"Unknown tool '{name}'. Use only the tools you were given.")
+            self.refuse(
+                call,
+                f"Unknown tool '{name}'. Use only the tools you were given.",
+                "the model named a tool it does not have, and was told to use its own.",
+            )
             return None
         if problem := _schema_problem(tool, call):
-            self.refuse(call, problem)
+            self.refuse(
+                call, problem, "its arguments did not fit the tool; the model was asked again."
+            )
             return None
         return tool
 
@@ -128,6 +143,8 @@ class _ActStep:
             f"Refused, not executed: {call['name']} was called for '{asked}', but the order "
             f"validated in this turn is {expected}. Use {expected}, or ask the customer about "
             "any other order.",
+            f"it named '{asked}', and the order checked this turn is {expected}: the model "
+            "was told to use that one.",
         )
         return True
 
@@ -162,7 +179,11 @@ class _ActStep:
         elif artifact.get("review"):
             self.validated = cleaned
             self.asking = complaint_review_payload(
-                call, cleaned, self.checks, self.runtime.context.customer
+                call,
+                cleaned,
+                self.checks,
+                self.runtime.context.customer,
+                complaint_order(self.state),
             )
         else:
             self.answers.append(tool_answer(call, str(result.content)))
@@ -196,7 +217,14 @@ class _ActStep:
         self.answers.append(tool_answer(call, guidance, error=True))
         report(
             self.runtime,
-            ToolCalled(self.spec.name, tool.name, dict(call["args"]), "failed", guidance),
+            ToolCalled(
+                self.spec.name,
+                tool.name,
+                dict(call["args"]),
+                "failed",
+                guidance,
+                f"{type(exc).__name__}; the model was told to try it once more.",
+            ),
             kind="tool_failed",
             agent=self.spec.name,
             detail={
@@ -264,6 +292,7 @@ class _ActStep:
             "corrected_calls": self.corrected,
             "gate_checks": self.checks,
             "corrections": self.corrections,
+            "tool_rounds": self.state.get("tool_rounds", 0) + 1,
             **extra,
         }
 
@@ -324,6 +353,10 @@ def make_act(spec: SpecialistSpec) -> Any:
         )
         if handoff is not None:
             return await _hand_off(step, handoffs[handoff["name"]], handoff, calls)
+        if state.get("tool_rounds", 0) >= MAX_TOOL_ROUNDS:
+            detail = f"{MAX_TOOL_ROUNDS} rounds of tool calls already in this turn"
+            stop = {"limit": "tool_rounds", "detail": detail}
+            return Command(goto="stop_turn", update=step.update(stop=stop))
         for call in calls:
             name = call["name"]
             tool = step.screen(call, tools)
@@ -343,12 +376,14 @@ def make_act(spec: SpecialistSpec) -> Any:
                     call,
                     f"You already called {name} with these arguments in this turn; its result "
                     "is above. Do not call it again.",
+                    "the same call already ran this turn; its result stands.",
                 )
                 continue
             if step.asking is not None:
                 step.refuse(
                     call,
                     "Not executed: one request to a person at a time. Wait for the result above.",
+                    "one request to a person at a time, and another one waits for a decision.",
                 )
                 continue
             if step.another_order(call):
@@ -373,6 +408,8 @@ async def _hand_off(
                 other,
                 f"Not executed: you handed the conversation to the {AGENT_TITLES[target]} in the "
                 "same message. Call one tool at a time.",
+                f"the model handed the conversation to the {AGENT_TITLES[target]} in the same "
+                "message.",
             )
     if state.get("handoffs", 0) >= MAX_HANDOFFS_PER_TURN:
         detail = f"{MAX_HANDOFFS_PER_TURN} hand-offs already in this turn"

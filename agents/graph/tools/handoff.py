@@ -42,6 +42,7 @@ def make_handoff_tool(target: str) -> BaseTool:
                 # (The specialist taken to starts afresh: the turn's decisions go with it.)
                 "refund_decisions": state.get("refund_decisions") or {},
                 "corrections": state.get("corrections", 0),
+                "tool_rounds": state.get("tool_rounds", 0),
             },
         )
 
