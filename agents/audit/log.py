@@ -271,7 +271,8 @@ class AuditLog(Store):
         if self._dialect.name == "postgres":
             # The columns as arrays, unnested: one statement, one round trip.
             with self._lock:
-                self._conn.execute(_INSERT_UNNESTED, [list(column) for column in zip(*rows)])
+                columns = [list(column) for column in zip(*rows, strict=True)]
+                self._conn.execute(_INSERT_UNNESTED, columns)
             return len(rows)
         with self._lock:
             self._conn.execute(

@@ -67,7 +67,7 @@ class AdvisoryLeases:
             # The lock, and when it is taken, the row naming its holder for `holder` (the
             # lock, not the row, is the lease): one statement, one round trip.
             taken = session.execute(
-                f"WITH taken AS (SELECT pg_try_advisory_lock(%s, {_KEY.format('%s')}) AS ok)"
+                "WITH taken AS (SELECT pg_try_advisory_lock(%s, hashtext(%s) & 2147483647) AS ok)"
                 " INSERT INTO turn_leases SELECT %s, %s, %s, %s, %s FROM taken WHERE ok"
                 " ON CONFLICT (thread_id) DO UPDATE SET host = excluded.host,"
                 " pid = excluded.pid, owner = excluded.owner, expires_at = excluded.expires_at"
@@ -139,7 +139,7 @@ class AdvisoryLeases:
         try:
             held.execute(
                 "WITH gone AS (DELETE FROM turn_leases WHERE thread_id = %s AND owner = %s)"
-                f" SELECT pg_advisory_unlock(%s, {_KEY.format('%s')})",
+                " SELECT pg_advisory_unlock(%s, hashtext(%s) & 2147483647)",
                 (thread_id, owner, LEASE_SPACE, thread_id),
             )
         except psycopg.Error:

@@ -44,7 +44,8 @@ _FUNCTIONS = (
             inside text;
         BEGIN
             IF json_typeof(node) = 'object' THEN
-                FOR item IN SELECT key, value FROM json_each(node) WITH ORDINALITY AS m(key, value, ord)
+                FOR item IN SELECT key, value
+                        FROM json_each(node) WITH ORDINALITY AS m(key, value, ord)
                         ORDER BY ord LOOP
                     IF NOT top THEN
                         found := found || shopbot_pair(item.key, item.value);
@@ -55,7 +56,8 @@ _FUNCTIONS = (
                     END IF;
                 END LOOP;
             ELSIF json_typeof(node) = 'array' THEN
-                FOR item IN SELECT value FROM json_array_elements(node) WITH ORDINALITY AS e(value, ord)
+                FOR item IN SELECT value
+                        FROM json_array_elements(node) WITH ORDINALITY AS e(value, ord)
                         ORDER BY ord LOOP
                     inside := shopbot_nested_pairs(item.value, false);
                     IF inside IS NOT NULL THEN
