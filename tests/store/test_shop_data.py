@@ -197,10 +197,8 @@ def _refund_in_another_process(path: str, url: str | None, start: Any, results: 
         results.put(("error", repr(exc)))
 
 
-def test_processes_racing_pay_once(backend: Backend, shop_path: Path, ledger_rows: Any) -> None:
-    # (Eight on a server, as many as would answer customers at once; SQLite's file has one
-    # writer at a time whatever the count.)
-    processes = 8 if backend.postgres else 4
+def _race_to_refund(processes: int, backend: Backend, shop_path: Path) -> None:
+    """`processes` processes refund ORD-006 at the same moment: exactly one pays."""
     ctx = multiprocessing.get_context("spawn")
     start = ctx.Barrier(processes)
     results = ctx.Queue()
@@ -212,16 +210,33 @@ def test_processes_racing_pay_once(backend: Backend, shop_path: Path, ledger_row
     ]
     for worker in workers:
         worker.start()
-    outcomes = [results.get(timeout=60) for _ in range(processes)]
+    outcomes = [results.get(timeout=120) for _ in range(processes)]
     for worker in workers:
         worker.join(timeout=60)
     assert [o for o in outcomes if o[0] == "error"] == []
     references = {reference for reference, _ in outcomes}
     assert len(references) == 1
     assert sum(created for _, created in outcomes) == 1
-    assert ledger_rows() == [(references.pop(), "ORD-006", 12900)]
+    stored = backend.query(
+        "SELECT reference, order_id, amount_cents FROM refunds", sqlite_path=shop_path
+    )
+    assert stored == [(references.pop(), "ORD-006", 12900)]
     with ShopData(backend.where(shop_path)) as data:
         assert len(data.all_orders()) == len(DEMO_ORDERS)
+
+
+def test_processes_racing_pay_once(tmp_path: Path, shop_path: Path) -> None:
+    # (SQLite's file has one writer at a time whatever the count.)
+    _race_to_refund(4, Backend("sqlite", tmp_path), shop_path)
+
+
+@pytest.mark.postgres
+def test_eight_processes_racing_on_postgres_pay_once(
+    postgres_url: str, tmp_path: Path, shop_path: Path
+) -> None:
+    # As many as would answer customers at once on a server, all on an empty database: the
+    # tables, the seeding and the payment race together.
+    _race_to_refund(8, Backend("postgres", tmp_path, postgres_url), shop_path)
 
 
 def test_unknown_order_is_rejected(shop: ShopData, ledger_rows: Any) -> None:

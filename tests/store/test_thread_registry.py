@@ -26,6 +26,7 @@ from agents.store.threads import (
     validate_thread_id,
 )
 from tests.support.backends import Backend
+from tests.support.postgres_cluster import Cluster
 from tests.support.read_only_sqlite import make_sqlite_read_only
 
 TS_PATTERN = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
@@ -427,3 +428,34 @@ def test_a_line_holding_a_key_is_stored_redacted(registry: ThreadRegistry) -> No
     line = registry.append_line("t-key", "note", "failed: Authorization: Bearer abc123def456ghi")
     assert line.text == "failed: Authorization: [REDACTED]"
     assert [stored.text for stored in registry.lines("t-key")] == [line.text]
+
+
+def test_a_postgres_turn_lease_is_an_advisory_lock_that_ends_with_its_session(
+    postgres_cluster: Cluster, postgres_url: str, tmp_path: Path
+) -> None:
+    where = Backend("postgres", tmp_path, postgres_url).where()
+    dbname = postgres_url.rsplit("/", 1)[1]
+    with ThreadRegistry(where) as one, ThreadRegistry(where) as two:
+        one.ensure("l1", customer=None)
+        assert one.claim_turn("l1", "first")
+        assert not two.claim_turn("l1", "second")
+        assert two.turn_holder("l1", "second") == (socket.gethostname(), os.getpid())
+        with postgres_cluster.admin() as admin:
+            # The lease is the server's lock, held by one session, whatever the rows say.
+            holders = admin.execute(
+                "SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database"
+                " WHERE l.locktype = 'advisory' AND l.granted AND d.datname = %s",
+                (dbname,),
+            ).fetchall()
+            assert len(holders) == 1
+            # Its process dies without a word (killed, its machine gone): the session ends.
+            admin.execute("SELECT pg_terminate_backend(%s)", holders[0])
+        # (The server takes a moment to end the session; it then frees its locks.)
+        deadline = time.monotonic() + 10
+        while not two.claim_turn("l1", "second") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert two.turn_holder("l1", "first") == (socket.gethostname(), os.getpid())
+        assert not one.renew_turn("l1", "first")  # its holder learns that it lost it
+        assert not one.claim_turn("l1", "first")
+        two.release_turn("l1", "second")
+        assert one.claim_turn("l1", "first")

@@ -1,10 +1,15 @@
 """Both stores a deployment can have, for tests that must hold on each: the home's SQLite
 file, and a PostgreSQL database on the throwaway cluster (postgres_cluster.py).
 
-`backend` is parametrised `sqlite` / `postgres`; the postgres runs carry the `postgres` mark
+`backend` is parametrised `sqlite` / `postgres`, both in the README's test command (a store
+test on PostgreSQL takes milliseconds once the cluster runs); `engine_backend` is the same
+pair for the end-to-end engine tests, whose postgres runs carry the `postgres` mark
 (`pytest -m postgres` runs them, the README's command leaves them out). A test reads and
 writes the raw tables through `Backend.query` / `Backend.execute` (`?` placeholders on both),
 so what it asserts is what is stored, not what a store says.
+
+The postgres runs skip, saying why, only where PostgreSQL's server programs are not
+installed, and never in CI (`CI=true`, as .ci/run and CI services set it): there they fail.
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ from agents.store.postgres.connection import postgres_sql
 from agents.store.postgres.database import PostgresDatabase, forget_checked
 from tests.support.postgres_cluster import Cluster, server_binaries, start_cluster
 
-# Set by .ci/run: PostgreSQL's programs missing is then a failure, not a reason to skip.
-REQUIRED = os.environ.get("SHOPBOT_TEST_POSTGRES") == "required"
+# In CI PostgreSQL's programs missing is a failure, not a reason to skip: .ci/run installs
+# them, so a skip there would hide that half the store tests never ran.
+REQUIRED = os.environ.get("CI", "").lower() == "true"
 
 
 @dataclass
@@ -82,11 +88,11 @@ def postgres_cluster() -> Iterator[Cluster]:
     bindir = server_binaries()
     if bindir is None:
         reason = (
-            "PostgreSQL's server programs (initdb, pg_ctl) are not installed: "
-            "apt-get install postgresql"
+            "PostgreSQL's server programs (initdb, pg_ctl) are not installed, neither under "
+            "/usr/lib/postgresql/*/bin nor on PATH: apt-get install postgresql"
         )
         if REQUIRED:
-            pytest.fail(reason, pytrace=False)
+            pytest.fail(f"{reason} (CI=true: the PostgreSQL tests must run)", pytrace=False)
         pytest.skip(reason)
     cluster = start_cluster(bindir)
     try:
@@ -111,15 +117,29 @@ def postgres_database(postgres_url: str) -> PostgresDatabase:
     return PostgresDatabase(postgres_url)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def backend(
+def _backend(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Backend:
-    """The test's store, on each backend in turn; SHOPBOT_DATABASE_URL is set to match, so
-    an engine or a `shopbot` command started by the test uses it too."""
     if request.param == "postgres":
         url: str = request.getfixturevalue("postgres_url")
         monkeypatch.setenv("SHOPBOT_DATABASE_URL", url)
         return Backend("postgres", tmp_path, url)
     monkeypatch.delenv("SHOPBOT_DATABASE_URL", raising=False)
     return Backend("sqlite", tmp_path)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Backend:
+    """The test's store, on each backend in turn; SHOPBOT_DATABASE_URL is set to match, so
+    an engine or a `shopbot` command started by the test uses it too."""
+    return _backend(request, tmp_path, monkeypatch)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def engine_backend(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Backend:
+    """`backend` for the end-to-end engine tests: their postgres runs are in `-m postgres`."""
+    return _backend(request, tmp_path, monkeypatch)
