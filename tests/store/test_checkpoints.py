@@ -55,18 +55,18 @@ async def chat(engine: ShopBotEngine, thread: str, turns: int) -> None:
 
 
 async def test_every_tenth_finished_turn_keeps_only_the_latest_state(
-    tmp_path: Path, engine_backend: Backend
+    tmp_path: Path, heavy_backend: Backend
 ) -> None:
     async with open_engine(tmp_path) as engine:
         await chat(engine, "long", PRUNE_EVERY - 1)
-        before = rows(engine_backend, "long")
+        before = rows(heavy_backend, "long")
         assert len(before) == PRUNE_EVERY - 1  # one per turn until the pruning turn
         await chat(engine, "other", 3)
         await chat(engine, "long", 1)
-        after = rows(engine_backend, "long")
+        after = rows(heavy_backend, "long")
         assert len(after) == 1 and after[0][0] == ""
         assert after[0][1] > before[-1][1]  # the newest state is the one that stayed
-        assert len(rows(engine_backend, "other")) == 3  # other threads are left alone
+        assert len(rows(heavy_backend, "other")) == 3  # other threads are left alone
         kept = await history(engine, "long")
         # The conversation is whole: every question and answer of the ten turns (or the
         # summary that replaced the oldest), and the next turn carries on from it.
@@ -74,23 +74,23 @@ async def test_every_tenth_finished_turn_keeps_only_the_latest_state(
         turn = await say(engine, "long", "And what was the delivery date?", "Alex")
         assert turn.result.status == "done"
         assert "2025-06-10" in turn.result.reply
-        assert len(rows(engine_backend, "long")) == 2
+        assert len(rows(heavy_backend, "long")) == 2
 
 
 async def test_a_paused_thread_is_not_pruned_and_resumes_after_pruning(
-    tmp_path: Path, engine_backend: Backend
+    tmp_path: Path, heavy_backend: Backend
 ) -> None:
     async with open_engine(tmp_path) as engine:
         await chat(engine, "refund", PRUNE_EVERY - 1)
         turn = await say(engine, "refund", REFUND, "Alex")  # turn 10 waits for a human
         assert turn.result.status == "awaiting_approval"
-        paused = rows(engine_backend, "refund")
+        paused = rows(heavy_backend, "refund")
         assert len(paused) > PRUNE_EVERY - 1
         assert any(ns.startswith("refund_agent:") for ns, _ in paused)
         # LangGraph's own contract, `keep_latest`, keeps the paused run's namespace whole.
         await engine._saver.aprune(["refund"], strategy="keep_latest")
-        assert any(ns.startswith("refund_agent:") for ns, _ in rows(engine_backend, "refund"))
-        assert writes(engine_backend, "refund") > 0  # the interrupt is a pending write
+        assert any(ns.startswith("refund_agent:") for ns, _ in rows(heavy_backend, "refund"))
+        assert writes(heavy_backend, "refund") > 0  # the interrupt is a pending write
         assert await engine.pending_approval("refund") is not None
         done = await decide(engine, "refund", "approve")
         assert done.result.status == "done"
@@ -98,16 +98,16 @@ async def test_a_paused_thread_is_not_pruned_and_resumes_after_pruning(
         assert refund is not None and refund.reference in done.result.reply
 
 
-async def test_delete_and_unknown_strategies(tmp_path: Path, engine_backend: Backend) -> None:
+async def test_delete_and_unknown_strategies(tmp_path: Path, heavy_backend: Backend) -> None:
     async with open_engine(tmp_path) as engine:
         await chat(engine, "gone", 2)
         await chat(engine, "kept", 1)
         with pytest.raises(ValueError, match="unknown pruning strategy"):
             await engine._saver.aprune(["gone"], strategy="oldest")
-        assert len(rows(engine_backend, "gone")) == 2
+        assert len(rows(heavy_backend, "gone")) == 2
         await engine._saver.aprune(["gone"], strategy="delete")
-        assert rows(engine_backend, "gone") == []
-        assert len(rows(engine_backend, "kept")) == 1
+        assert rows(heavy_backend, "gone") == []
+        assert len(rows(heavy_backend, "kept")) == 1
 
 
 async def test_a_store_that_is_not_a_database_is_refused_clearly(tmp_path: Path) -> None:
@@ -129,7 +129,7 @@ def written_checkpoints(store: Path | Backend, thread: str) -> set[str]:
 
 async def test_finished_subgraph_runs_and_old_writes_go_with_the_tenth_turn(
     tmp_path: Path,
-    engine_backend: Backend,
+    heavy_backend: Backend,
 ) -> None:
     async with open_engine(tmp_path) as engine:
         await chat(engine, "mixed", PRUNE_EVERY - 2)
@@ -137,12 +137,12 @@ async def test_finished_subgraph_runs_and_old_writes_go_with_the_tenth_turn(
         assert asked.result.status == "awaiting_approval"
         paid = await decide(engine, "mixed", "approve")
         assert paid.result.status == "done"
-        assert len(namespaces(engine_backend, "mixed")) > 1  # the specialists' runs were stored
-        assert written_checkpoints(engine_backend, "mixed")
+        assert len(namespaces(heavy_backend, "mixed")) > 1  # the specialists' runs were stored
+        assert written_checkpoints(heavy_backend, "mixed")
         await chat(engine, "mixed", 1)  # turn 10
-        assert namespaces(engine_backend, "mixed") == {""}
-        ((_, latest),) = rows(engine_backend, "mixed")
-        assert written_checkpoints(engine_backend, "mixed") <= {latest}
+        assert namespaces(heavy_backend, "mixed") == {""}
+        ((_, latest),) = rows(heavy_backend, "mixed")
+        assert written_checkpoints(heavy_backend, "mixed") <= {latest}
         refund = engine.shop.refund_for("ORD-001")
         assert refund is not None
         turn = await say(engine, "mixed", "Thanks! Was that refund done?", "Alex")

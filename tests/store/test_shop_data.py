@@ -232,11 +232,11 @@ def test_processes_racing_pay_once(tmp_path: Path, shop_path: Path) -> None:
 
 @pytest.mark.postgres
 def test_eight_processes_racing_on_postgres_pay_once(
-    postgres_url: str, tmp_path: Path, shop_path: Path
+    empty_postgres_url: str, tmp_path: Path, shop_path: Path
 ) -> None:
     # As many as would answer customers at once on a server, all on an empty database: the
     # tables, the seeding and the payment race together.
-    _race_to_refund(8, Backend("postgres", tmp_path, postgres_url), shop_path)
+    _race_to_refund(8, Backend("postgres", tmp_path, empty_postgres_url), shop_path)
 
 
 def test_unknown_order_is_rejected(shop: ShopData, ledger_rows: Any) -> None:

@@ -2,8 +2,9 @@
 file, and a PostgreSQL database on the throwaway cluster (postgres_cluster.py).
 
 `backend` is parametrised `sqlite` / `postgres`, both in the README's test command (a store
-test on PostgreSQL takes milliseconds once the cluster runs); `engine_backend` is the same
-pair for the end-to-end engine tests, whose postgres runs carry the `postgres` mark
+test on PostgreSQL takes a fraction of a second once the cluster runs); `heavy_backend` is
+the same pair for the end-to-end engine tests and the whole audit-log suite, whose postgres
+runs carry the `postgres` mark
 (`pytest -m postgres` runs them, the README's command leaves them out). A test reads and
 writes the raw tables through `Backend.query` / `Backend.execute` (`?` placeholders on both),
 so what it asserts is what is stored, not what a store says.
@@ -101,15 +102,27 @@ def postgres_cluster() -> Iterator[Cluster]:
         cluster.stop()
 
 
-@pytest.fixture
-def postgres_url(postgres_cluster: Cluster) -> Iterator[str]:
-    """An empty database of its own for the test (dropped after it)."""
-    name = postgres_cluster.database()
+def _own_database(cluster: Cluster, *, with_tables: bool) -> Iterator[str]:
+    name = cluster.database(with_tables=with_tables)
     try:
-        yield postgres_cluster.url(name)
+        yield cluster.url(name)
     finally:
         forget_checked()
-        postgres_cluster.drop(name)
+        cluster.drop(name)
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: Cluster) -> Iterator[str]:
+    """A database of its own for the test, holding ShopBot's (empty) tables, dropped after
+    it."""
+    yield from _own_database(postgres_cluster, with_tables=True)
+
+
+@pytest.fixture
+def empty_postgres_url(postgres_cluster: Cluster) -> Iterator[str]:
+    """An empty database of its own for the test (ShopBot makes its tables), dropped after
+    it."""
+    yield from _own_database(postgres_cluster, with_tables=False)
 
 
 @pytest.fixture
@@ -138,8 +151,8 @@ def backend(
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def engine_backend(
+def heavy_backend(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Backend:
-    """`backend` for the end-to-end engine tests: their postgres runs are in `-m postgres`."""
+    """`backend` for the many or long tests: their postgres runs are in `-m postgres`."""
     return _backend(request, tmp_path, monkeypatch)
