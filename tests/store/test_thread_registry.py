@@ -1,5 +1,5 @@
 """The thread registry: conversations, their status, and a transcript that keeps everything,
-in the home's SQLite file and in PostgreSQL (`backend`)."""
+in the home's SQLite file and in PostgreSQL (`heavy_backend`: `-m postgres`)."""
 
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ def registry_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def registry(backend: Backend, registry_path: Path) -> Iterator[ThreadRegistry]:
-    with ThreadRegistry(backend.where(registry_path)) as threads:
+def registry(heavy_backend: Backend, registry_path: Path) -> Iterator[ThreadRegistry]:
+    with ThreadRegistry(heavy_backend.where(registry_path)) as threads:
         yield threads
 
 
@@ -174,13 +174,13 @@ def test_open_turn_records_all_or_nothing(
     assert [line.text for line in registry.lines("t1")] == ["first"]
 
 
-def test_a_draft_is_kept_until_sent_or_cleared(backend: Backend, registry_path: Path) -> None:
-    with ThreadRegistry(backend.where(registry_path)) as registry:
+def test_a_draft_is_kept_until_sent_or_cleared(heavy_backend: Backend, registry_path: Path) -> None:
+    with ThreadRegistry(heavy_backend.where(registry_path)) as registry:
         assert registry.draft("t1") == ""
         registry.save_draft("t1", "Where is ORD-00")  # a thread not started yet
         registry.save_draft("t2", "for Sam")
         registry.save_draft("t1", "Where is ORD-001?")
-    with ThreadRegistry(backend.where(registry_path)) as registry:  # across quitting
+    with ThreadRegistry(heavy_backend.where(registry_path)) as registry:  # across quitting
         assert (registry.draft("t1"), registry.draft("t2")) == ("Where is ORD-001?", "for Sam")
         registry.open_turn("t1", customer="Alex", message="Where is ORD-001?")
         assert registry.draft("t1") == ""  # sent: no longer a draft
@@ -328,11 +328,11 @@ def test_append_line_needs_a_started_thread_and_a_known_role(registry: ThreadReg
     assert registry.lines("t1") == []
 
 
-def test_data_survives_reopening(backend: Backend, registry_path: Path) -> None:
-    with ThreadRegistry(backend.where(registry_path)) as first:
+def test_data_survives_reopening(heavy_backend: Backend, registry_path: Path) -> None:
+    with ThreadRegistry(heavy_backend.where(registry_path)) as first:
         first.open_turn("t1", customer="Alex", message="hello")
         first.update("t1", status="error")
-    with ThreadRegistry(backend.where(registry_path)) as second:
+    with ThreadRegistry(heavy_backend.where(registry_path)) as second:
         info = second.get("t1")
         assert info is not None and (info.status, info.turns, info.title) == ("error", 1, "hello")
         assert [line.text for line in second.lines("t1")] == ["hello"]
