@@ -24,6 +24,7 @@ import logging
 import secrets
 import sqlite3
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
@@ -56,7 +57,7 @@ from agents.graph.tools.domain import pay_refund
 from agents.names import DEFAULT_AGENT
 from agents.safety.redaction import redact
 from agents.store.sqlite import StorageError
-from gates import order_ids_meant
+from gates import needs_senior, order_ids_meant
 
 log = logging.getLogger("shopbot.engine")
 
@@ -83,9 +84,17 @@ def refund_approval_payload(
         "amount": validated["amount"],
         "reason": validated["reason"],
     }
+    senior = needs_senior(Decimal(str(validated["amount"])))
     return {
         "kind": "refund_approval",
-        "message": "Refund approval required",
+        "message": (
+            "Refund approval required: above the auto-refund limit, a reviewer whose refund "
+            "limit covers it decides"
+            if senior
+            else "Refund approval required"
+        ),
+        # The least refund limit of who may decide it (only said when above the standard).
+        **({"needs_limit": validated["amount"]} if senior else {}),
         "request_id": _request_id(),
         "agent": "refund_agent",
         "order_id": validated["order_id"],
@@ -276,6 +285,20 @@ async def await_decision(state: ShopState, runtime: Runtime[ShopContext]) -> Com
             DecisionRefused(agent, said),
         )
     this = turn(runtime.context)
+    if problem := _without_authority(this, payload):
+        said = f"The answer was refused, nothing was decided: {problem}"
+        return _ask_again(
+            runtime,
+            payload,
+            "decision_refused",
+            {
+                "request_id": payload.get("request_id"),
+                "reason": problem,
+                "decision": choice,
+                **(this.reviewer.audit_detail() if this.reviewer else {}),
+            },
+            DecisionRefused(agent, said),
+        )
     try:
         if payload["kind"] == "refund_approval":
             return await _refund_decided(state, runtime, this, payload, choice)
@@ -284,6 +307,11 @@ async def await_decision(state: ShopState, runtime: Runtime[ShopContext]) -> Com
         raise
     except Exception as exc:
         return _not_carried_out(runtime, this, payload, choice, exc)
+
+
+def _without_authority(this: Turn, payload: Mapping[str, Any]) -> str | None:
+    """Why who answers may not decide this question (a refund above their limit)."""
+    return this.limits.may_not_decide(payload, this.reviewer.name if this.reviewer else None)
 
 
 def _record_decision(

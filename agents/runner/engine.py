@@ -23,7 +23,7 @@ from langgraph.types import Command
 from agents.audit.decisions import refund_decisions
 from agents.audit.log import AuditLog
 from agents.audit.writer import AuditWriter
-from agents.errors import DecisionPending, InputError, NothingPending
+from agents.errors import DecisionPending, InputError, NotAuthorised, NothingPending
 from agents.events import (
     AgentChanged,
     ApprovalRequest,
@@ -48,6 +48,7 @@ from agents.graph.reporting import transcribe
 from agents.graph.services import REVIEWER_KEY, SERVICES_KEY, Services
 from agents.graph.specialists.spec import RECURSION_LIMIT
 from agents.models.factory import make_model
+from agents.refund_limits import RefundLimits, load_refund_limits
 from agents.reviewer import Reviewer
 from agents.runner.approval_now import as_it_stands
 from agents.runner.stored_threads import StoredThreads
@@ -100,6 +101,7 @@ class ShopBotEngine:
         )
         self._connection: aiosqlite.Connection | None = None
         self.graph: Any = None
+        self.limits = RefundLimits()
 
     @property
     def model_label(self) -> str:
@@ -118,6 +120,8 @@ class ShopBotEngine:
         try:
             # Off the event loop: opening may wait on another process's lock, or re-index an
             # audit log written by an older ShopBot (seconds for a large one).
+            # The reviewers file first: a broken one is said before anything is opened.
+            self.limits = await asyncio.to_thread(load_refund_limits, self.settings.home)
             await asyncio.to_thread(self._open_stores)
             # The graph's transcript lines and turn ends go through it too, in order with
             # its audit events, off the event loop.
@@ -133,6 +137,7 @@ class ShopBotEngine:
             self.retry,
             decisions_on=partial(refund_decisions, self._audit_log),
             unstoppable=self._guard.unstoppable,
+            limits=self.limits,
         )
         self.graph = build_graph(self.model, self._saver)
         self._stored = StoredThreads(self.graph, self.shop, self.settings)
@@ -286,6 +291,14 @@ class ShopBotEngine:
         reviewer = reviewer or Reviewer.here("ShopBot's engine")
         return self._damage_named(thread_id, self._resume(thread_id, decision, asked, reviewer))
 
+    def may_not_decide(
+        self, request: ApprovalRequest, reviewer: Reviewer | None = None
+    ) -> str | None:
+        """Why `reviewer` (by default the login name) may not decide `request`: a refund
+        above their refund limit (the home's reviewers file); None when they may."""
+        name = (reviewer or Reviewer.here("ShopBot's engine")).name
+        return self.limits.may_not_decide({**request.payload, "kind": request.kind}, name)
+
     def stop_turn(self, thread_id: str) -> bool:
         """Stop the turn this process runs on `thread_id` (a person pressed Stop): its graph
         run is cancelled where it stands, as when the app closes, and the transcript says it
@@ -373,6 +386,13 @@ class ShopBotEngine:
                 raise InputError(
                     f"{quoted(redact(decision.strip()))} is not an option for this {what}; "
                     f"choose one of: {', '.join(pending.options)}."
+                )
+            if problem := self.may_not_decide(pending, reviewer):
+                # (The graph refuses it too; said here, before anything runs.)
+                raise NotAuthorised(
+                    f"{problem} Nothing was decided: the decision waits for a reviewer whose "
+                    "limit covers it.",
+                    pending,
                 )
             self.threads.update(thread_id, status="answering")
             # With the request it answers: the graph refuses it for any other (decisions.py).

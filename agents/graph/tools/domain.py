@@ -191,11 +191,13 @@ def pay_refund(this: Turn, approval: Mapping[str, Any]) -> Outcome:
     order = _visible_order(order_id, this)
     if order is None:
         return _not_found(order_id), {}
-    if order.status != REFUNDABLE_STATUS or Decimal(order.amount) > AUTO_REFUND_LIMIT:
+    # (The reviewer's limit, checked when they answered, checked again where money moves.)
+    limit = this.reviewer_limit()
+    if order.status != REFUNDABLE_STATUS or Decimal(order.amount) > limit:
         return (
             f"Refund refused: order {order.order_id} is {order.status}, "
-            f"${order.amount:.2f}; only delivered orders up to ${AUTO_REFUND_LIMIT:.2f} are "
-            "refunded here. Tell the customer a colleague will review it."
+            f"${order.amount:.2f}; only delivered orders up to ${limit:.2f} are "
+            "refunded by this reviewer. Tell the customer a colleague will review it."
         ), {"escalate": f"refund of {order.order_id} refused at payment: order now {order.status}"}
     approved = _approved_amount(approval, order.order_id)
     if approved is None:
