@@ -168,9 +168,12 @@ def check_run(
     command: object,
     context: object,
     waiting: Mapping[str, Any] | None,
+    state_known: bool = True,
 ) -> Admitted:
     """A server's run, as its client sent it: `{"messages": [one user message]}` as input,
-    or a command that only resumes; a context naming at most the customer."""
+    or a command that only resumes; a context naming at most the customer. Without the
+    thread's state (`state_known` False) only the run itself is checked: the graph refuses
+    what does not fit the question waiting (decisions.py)."""
     _check_context(context)
     if command is not None and run_input is not None:
         raise RunRefused("bad_input", "A run carries a customer message or a decision, not both.")
@@ -178,11 +181,15 @@ def check_run(
         if not isinstance(command, Mapping) or set(command) - {"resume"} or "resume" not in command:
             # `update` and `goto` would write the conversation's state past every check.
             raise RunRefused("bad_input", "A command only answers a decision: {'resume': ...}.")
+        if not state_known:
+            answer = answer_in(command["resume"])
+            return Admitted(decision=answer.choice.strip().lower(), request_id=answer.request_id)
         answer = check_decision(thread_id, command["resume"], waiting)
         return Admitted(decision=answer.choice, request_id=answer.request_id)
     text = _message_in(run_input)
     cleaned = check_message_text(text)
-    check_no_decision_waits(thread_id, waiting)
+    if state_known:
+        check_no_decision_waits(thread_id, waiting)
     return Admitted(message=cleaned)
 
 

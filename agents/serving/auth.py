@@ -15,6 +15,7 @@ recursion limit is ShopBot's, whatever the client or the server's default says.
 from __future__ import annotations
 
 import hmac
+import importlib.util
 import logging
 import os
 from collections.abc import Mapping
@@ -93,10 +94,13 @@ async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
 @auth.on.threads.create_run
 async def admit_run(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -> None:
     """The run-creation check, and the run's settings that are ShopBot's, not the client's."""
-    kwargs: dict[str, Any] = value.get("kwargs") or {}
+    # langgraph-api hands the run's fields under "kwargs"; Aegra the request's own, at the top
+    # (and applies only what is done to its config and context).
+    given = value.get("kwargs")
+    kwargs: dict[str, Any] = given if isinstance(given, dict) else value  # type: ignore[assignment]
     thread_id = str(value.get("thread_id") or "")
     try:
-        if value.get("multitask_strategy", "reject") not in admission.MULTITASK_STRATEGIES:
+        if (value.get("multitask_strategy") or "reject") not in admission.MULTITASK_STRATEGIES:
             # "interrupt" and "rollback" cut the running turn short where it stands.
             raise admission.RunRefused(
                 "bad_input",
@@ -107,8 +111,8 @@ async def admit_run(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -
             raise admission.RunRefused(
                 "bad_input", "A run pauses only where ShopBot asks a person (no interrupt_*)."
             )
-        config = kwargs.setdefault("config", {})
-        configurable = config.setdefault("configurable", {})
+        config = kwargs["config"] = kwargs.get("config") or {}
+        configurable = config["configurable"] = config.get("configurable") or {}
         if configurable.get("checkpoint_id") or kwargs.get("checkpoint"):
             raise admission.RunRefused(
                 "bad_input", "A run continues the conversation where it stands (no checkpoint)."
@@ -119,13 +123,14 @@ async def admit_run(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -
                 "bad_input",
                 "Who decides is the operator the request authenticates; a run cannot name one.",
             )
-        waiting = await _waiting(thread_id) if thread_id else None
+        known, waiting = await _waiting(thread_id) if thread_id else (True, None)
         admitted = admission.check_run(
             thread_id or "(new)",
             run_input=kwargs.get("input"),
             command=kwargs.get("command"),
             context=_client_context(context, provided=bool(configurable.get(_CONTEXT_SENT))),
             waiting=waiting,
+            state_known=known,
         )
     except admission.RunRefused as exc:
         raise Auth.exceptions.HTTPException(status_code=exc.status, detail=str(exc)) from None
@@ -161,16 +166,20 @@ def _client_context(context: object, *, provided: bool) -> object:
     return {k: v for k, v in context.items() if k in ShopContext.model_fields}
 
 
-async def _waiting(thread_id: str) -> Mapping[str, Any] | None:
-    """The question the thread waits for now, read through the server's own API (in process:
-    no network, no second authentication)."""
+async def _waiting(thread_id: str) -> tuple[bool, Mapping[str, Any] | None]:
+    """(whether the thread's state could be read, the question it waits for now), read
+    through langgraph-api's own API in process (no network, no second authentication).
+    Another server (Aegra) has no such loopback: it refuses a resume with nothing waiting
+    itself, and the graph refuses a message while a decision waits."""
+    if importlib.util.find_spec("langgraph_api") is None:
+        return False, None
     try:
         state = await get_client().threads.get_state(thread_id)
     except NotFoundError:  # a new conversation
-        return None
+        return True, None
     interrupts = [i for task in state.get("tasks") or () for i in task.get("interrupts") or ()]
     waiting = admission.waiting_in(interrupts)
-    return waiting if isinstance(waiting, Mapping) else None
+    return True, waiting if isinstance(waiting, Mapping) else None
 
 
 __all__ = ["auth"]
