@@ -75,11 +75,12 @@ auth = Auth()
 
 
 @auth.authenticate
-async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
-    """The operator whose token the request carries (401 without one, 403 for a wrong one)."""
+async def authenticate(headers: Mapping[Any, Any]) -> Auth.types.MinimalUserDict:
+    """The operator whose token the request carries (401 without one, 403 for a wrong one).
+    (`headers`: langgraph-api passes them by that name as bytes, Aegra as text.)"""
     if not TOKENS:
         return {"identity": login_name(), "permissions": ["operator"]}
-    scheme, _, token = (authorization or "").partition(" ")
+    scheme, _, token = _authorization(headers).partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Auth.exceptions.HTTPException(
             status_code=401, detail="An operator token is needed: Authorization: Bearer TOKEN."
@@ -154,6 +155,14 @@ async def no_state_writes(ctx: Auth.types.AuthContext, value: Auth.types.Threads
         raise Auth.exceptions.HTTPException(
             status_code=403, detail="A run is stopped (interrupt), never rolled back."
         )
+
+
+def _authorization(headers: Mapping[Any, Any]) -> str:
+    for key, value in headers.items():
+        name = key.decode("latin-1") if isinstance(key, bytes) else str(key)
+        if name.lower() == "authorization":
+            return value.decode("latin-1") if isinstance(value, bytes) else str(value)
+    return ""
 
 
 def _client_context(context: object, *, provided: bool) -> object:

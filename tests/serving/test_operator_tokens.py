@@ -34,10 +34,15 @@ async def test_a_request_is_the_operator_whose_token_it_carries(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(served_auth, "TOKENS", {TOKEN: "dana"})
-    assert (await served_auth.authenticate(f"Bearer {TOKEN}"))["identity"] == "dana"
-    for header, status in ((None, 401), ("Basic abc", 401), (f"Bearer {TOKEN}x", 403)):
+    # As langgraph-api hands the headers (bytes), and as Aegra does (text).
+    for headers in (
+        {b"authorization": f"Bearer {TOKEN}".encode()},
+        {"authorization": f"Bearer {TOKEN}"},
+    ):
+        assert (await served_auth.authenticate(headers))["identity"] == "dana"
+    for header, status in (("", 401), ("Basic abc", 401), (f"Bearer {TOKEN}x", 403)):
         with pytest.raises(Auth.exceptions.HTTPException) as refused:
-            await served_auth.authenticate(header)
+            await served_auth.authenticate({b"authorization": header.encode()} if header else {})
         assert refused.value.status_code == status
 
 
@@ -48,7 +53,7 @@ async def test_without_tokens_the_server_is_the_login_names_and_says_so(
     with caplog.at_level(logging.WARNING, logger="shopbot.serving"):
         anonymous = importlib.reload(served_auth)
     assert "SHOPBOT_OPERATOR_TOKENS is not set" in caplog.text
-    assert (await anonymous.authenticate(None))["identity"] == login_name()
+    assert (await anonymous.authenticate({}))["identity"] == login_name()
 
 
 def test_tokens_are_redacted_once_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
