@@ -85,11 +85,14 @@ async def authenticate(headers: Mapping[Any, Any]) -> Auth.types.MinimalUserDict
         raise Auth.exceptions.HTTPException(
             status_code=401, detail="An operator token is needed: Authorization: Bearer TOKEN."
         )
-    for known, name in TOKENS.items():
-        # (Every token is compared, in constant time: a timing says nothing of which matched.)
-        if hmac.compare_digest(known.encode(), token.strip().encode()):
-            return {"identity": name, "permissions": ["operator"]}
-    raise Auth.exceptions.HTTPException(status_code=403, detail="This operator token is unknown.")
+    given = token.strip().encode()
+    # Every token compared, each in constant time: how long it takes says nothing of which.
+    matched = [name for known, name in TOKENS.items() if hmac.compare_digest(known.encode(), given)]
+    if not matched:
+        raise Auth.exceptions.HTTPException(
+            status_code=403, detail="This operator token is unknown."
+        )
+    return {"identity": matched[0], "permissions": ["operator"]}
 
 
 @auth.on.threads.create_run
@@ -119,7 +122,8 @@ async def admit_run(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -
                 "bad_input", "A run continues the conversation where it stands (no checkpoint)."
             )
         context = kwargs.get("context")
-        if any(key in (context or {}) or key in configurable for key in _NOT_FROM_CLIENTS):
+        sent = context if isinstance(context, Mapping) else {}
+        if any(key in sent or key in configurable for key in _NOT_FROM_CLIENTS):
             raise admission.RunRefused(
                 "bad_input",
                 "Who decides is the operator the request authenticates; a run cannot name one.",
