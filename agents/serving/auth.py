@@ -104,12 +104,19 @@ async def admit_run(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -
     kwargs: dict[str, Any] = given if isinstance(given, dict) else value  # type: ignore[assignment]
     thread_id = str(value.get("thread_id") or "")
     try:
-        if (value.get("multitask_strategy") or "reject") not in admission.MULTITASK_STRATEGIES:
+        strategy = value.get("multitask_strategy") or "reject"
+        if strategy not in admission.MULTITASK_STRATEGIES:
             # "interrupt" and "rollback" cut the running turn short where it stands.
             raise admission.RunRefused(
                 "bad_input",
                 "A second run on a busy conversation is refused or queued "
                 "(multitask_strategy 'reject' or 'enqueue').",
+            )
+        if strategy == "enqueue" and kwargs.get("command") is not None:
+            # Checked now, run later: by then the question may be answered, and a resume with
+            # nothing waiting does nothing. (A queued message is checked by the graph.)
+            raise admission.RunRefused(
+                "bad_input", "A decision is never queued: send it with multitask_strategy 'reject'."
             )
         if kwargs.get("interrupt_before") or kwargs.get("interrupt_after"):
             raise admission.RunRefused(

@@ -66,6 +66,8 @@ async def test_runs_that_would_cut_a_turn_or_rewrite_it_are_refused(
     stands(monkeypatch, True, WAITING)
     assert await refused({**langgraph_api_run(input=MESSAGE), "multitask_strategy": "rollback"})
     assert await refused(langgraph_api_run(input=MESSAGE)) == 409
+    queued = {**langgraph_api_run(command={"resume": "approve"}), "multitask_strategy": "enqueue"}
+    assert await refused(queued) == 422
     assert await refused(langgraph_api_run(command={"resume": "approve"}, interrupt_before=["*"]))
     pinned = {"configurable": {"checkpoint_id": "1ef0"}}
     assert await refused(langgraph_api_run(command={"resume": "approve"}, config=pinned)) == 422
