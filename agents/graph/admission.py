@@ -17,13 +17,14 @@ from typing import Any, Literal
 from agents.safety.redaction import redact
 from agents.safety.text import MessageRejected, clean_message, person_name, quoted
 
-Reason = Literal["decision_pending", "nothing_pending", "other_request", "bad_input"]
+Reason = Literal["decision_pending", "nothing_pending", "other_request", "busy", "bad_input"]
 # What a server answers: 409 when the conversation's state forbids the run (it may pass
 # later), 422 when the run itself cannot be one.
 HTTP_STATUS: dict[Reason, int] = {
     "decision_pending": 409,
     "nothing_pending": 409,
     "other_request": 409,
+    "busy": 409,
     "bad_input": 422,
 }
 NOT_TEXT = "A decision and the request it answers are given as text."

@@ -19,7 +19,7 @@ import importlib.util
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph_sdk import Auth, get_client
 from langgraph_sdk.errors import NotFoundError
@@ -112,12 +112,6 @@ async def admit_run(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -
                 "A second run on a busy conversation is refused or queued "
                 "(multitask_strategy 'reject' or 'enqueue').",
             )
-        if strategy == "enqueue" and kwargs.get("command") is not None:
-            # Checked now, run later: by then the question may be answered, and a resume with
-            # nothing waiting does nothing. (A queued message is checked by the graph.)
-            raise admission.RunRefused(
-                "bad_input", "A decision is never queued: send it with multitask_strategy 'reject'."
-            )
         if kwargs.get("interrupt_before") or kwargs.get("interrupt_after"):
             raise admission.RunRefused(
                 "bad_input", "A run pauses only where ShopBot asks a person (no interrupt_*)."
@@ -135,14 +129,22 @@ async def admit_run(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -
                 "bad_input",
                 "Who decides is the operator the request authenticates; a run cannot name one.",
             )
-        known, waiting = await _waiting(thread_id) if thread_id else (True, None)
+        now = await _thread_now(thread_id) if thread_id else _NEW_THREAD
+        if now.busy and strategy == "enqueue" and kwargs.get("command") is not None:
+            # Checked now, run later: by then the question may be answered, and a resume with
+            # nothing waiting does nothing. (A queued message is checked by the graph.)
+            raise admission.RunRefused(
+                "busy",
+                f"Thread {thread_id} is answering a message; send the decision once it is done "
+                "(a decision is never queued).",
+            )
         admitted = admission.check_run(
             thread_id or "(new)",
             run_input=kwargs.get("input"),
             command=kwargs.get("command"),
             context=_client_context(context, provided=bool(configurable.get(_CONTEXT_SENT))),
-            waiting=waiting,
-            state_known=known,
+            waiting=now.waiting,
+            state_known=now.known,
         )
     except admission.RunRefused as exc:
         raise Auth.exceptions.HTTPException(status_code=exc.status, detail=str(exc)) from None
@@ -186,20 +188,37 @@ def _client_context(context: object, *, provided: bool) -> object:
     return {k: v for k, v in context.items() if k in ShopContext.model_fields}
 
 
-async def _waiting(thread_id: str) -> tuple[bool, Mapping[str, Any] | None]:
-    """(whether the thread's state could be read, the question it waits for now), read
-    through langgraph-api's own API in process (no network, no second authentication).
-    Another server (Aegra) has no such loopback: it refuses a resume with nothing waiting
-    itself, and the graph refuses a message while a decision waits."""
+class ThreadNow(NamedTuple):
+    """What the run-creation check knows of a thread as the run is asked for."""
+
+    known: bool  # False: its state could not be read (see `_thread_now`)
+    waiting: Mapping[str, Any] | None  # the question it waits for
+    busy: bool  # a run of it is in flight
+
+
+_NEW_THREAD = ThreadNow(known=True, waiting=None, busy=False)
+
+
+async def _thread_now(thread_id: str) -> ThreadNow:
+    """The thread as it stands, read through langgraph-api's own API in process (no network,
+    no second authentication). Another server (Aegra) has no such loopback: it refuses a
+    resume with nothing waiting itself, and the graph refuses a message while a decision
+    waits."""
     if importlib.util.find_spec("langgraph_api") is None:
-        return False, None
+        return ThreadNow(known=False, waiting=None, busy=False)
+    client = get_client()
     try:
-        state = await get_client().threads.get_state(thread_id)
+        thread = await client.threads.get(thread_id)
+        state = await client.threads.get_state(thread_id)
     except NotFoundError:  # a new conversation
-        return True, None
+        return _NEW_THREAD
     interrupts = [i for task in state.get("tasks") or () for i in task.get("interrupts") or ()]
     waiting = admission.waiting_in(interrupts)
-    return True, waiting if isinstance(waiting, Mapping) else None
+    return ThreadNow(
+        known=True,
+        waiting=waiting if isinstance(waiting, Mapping) else None,
+        busy=thread.get("status") == "busy",
+    )
 
 
 __all__ = ["auth"]

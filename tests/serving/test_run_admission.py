@@ -16,11 +16,11 @@ WAITING = {"kind": "refund_approval", "request_id": "a1b2c3d4e5f6", "options": [
 MESSAGE = {"messages": [{"role": "user", "content": " Where is ORD-001?\x1b "}]}
 
 
-def stands(monkeypatch: pytest.MonkeyPatch, known: bool, waiting: Any) -> None:
-    async def read(thread_id: str) -> tuple[bool, Any]:
-        return known, waiting
+def stands(monkeypatch: pytest.MonkeyPatch, known: bool, waiting: Any, busy: bool = False) -> None:
+    async def read(thread_id: str) -> served_auth.ThreadNow:
+        return served_auth.ThreadNow(known, waiting, busy)
 
-    monkeypatch.setattr(served_auth, "_waiting", read)
+    monkeypatch.setattr(served_auth, "_thread_now", read)
 
 
 def langgraph_api_run(**kwargs: Any) -> dict[str, Any]:
@@ -66,8 +66,6 @@ async def test_runs_that_would_cut_a_turn_or_rewrite_it_are_refused(
     stands(monkeypatch, True, WAITING)
     assert await refused({**langgraph_api_run(input=MESSAGE), "multitask_strategy": "rollback"})
     assert await refused(langgraph_api_run(input=MESSAGE)) == 409
-    queued = {**langgraph_api_run(command={"resume": "approve"}), "multitask_strategy": "enqueue"}
-    assert await refused(queued) == 422
     assert await refused(langgraph_api_run(command={"resume": "approve"}, interrupt_before=["*"]))
     pinned = {"configurable": {"checkpoint_id": "1ef0"}}
     assert await refused(langgraph_api_run(command={"resume": "approve"}, config=pinned)) == 422
@@ -79,3 +77,13 @@ async def test_runs_that_would_cut_a_turn_or_rewrite_it_are_refused(
         )
         == 422
     )
+
+
+async def test_a_decision_is_not_queued_behind_a_running_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    queued = {**langgraph_api_run(command={"resume": "approve"}), "multitask_strategy": "enqueue"}
+    stands(monkeypatch, True, WAITING, busy=True)
+    assert await refused(queued) == 409
+    stands(monkeypatch, True, WAITING, busy=False)  # (enqueue is the server's default)
+    await served_auth.admit_run(None, queued)  # type: ignore[arg-type]
