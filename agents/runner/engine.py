@@ -41,6 +41,7 @@ from agents.events import (
     from_wire,
     outcome,
 )
+from agents.graph import admission
 from agents.graph.context import RetryBudget, ShopContext
 from agents.graph.parent import build_graph
 from agents.graph.replies import LIMIT_REACHED, TURN_FAILED_NOTE
@@ -58,8 +59,8 @@ from agents.runner.turn_closing import (
 )
 from agents.runner.turn_guard import TurnGuard
 from agents.runner.turn_recovery import TurnRecovery
-from agents.safety.redaction import redact, register_secret
-from agents.safety.text import MessageRejected, clean_message, person_name, quoted
+from agents.safety.redaction import register_secret
+from agents.safety.text import MessageRejected, person_name
 from agents.safety.trace_privacy import keep_secrets_out_of_traces
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.store.checkpoints import open_checkpoints
@@ -330,22 +331,15 @@ class ShopBotEngine:
         self, thread_id: str, text: str, *, customer: str | None
     ) -> AsyncGenerator[EngineEvent, None]:
         thread_id = self._valid_thread_id(thread_id)
-        try:
+        # The run-creation check a server makes too (admission.py): the same refusals.
+        with _refusals_as_errors(None):
             # A pasted key or token never enters the conversation, the model or any store.
-            message = redact(clean_message(text))
-        except MessageRejected as exc:
-            raise InputError(str(exc)) from exc
+            message = admission.check_message_text(text)
         customer = self._customer_for(thread_id, customer)
         async with self._guard.turn(thread_id):
             agent, pending = await self._recovery.where_it_stands(thread_id)
-            if pending is not None:
-                what = pending.kind.replace("_", " ")
-                raise DecisionPending(
-                    f"Thread {thread_id} is waiting for a decision ({what}: "
-                    f"{', '.join(pending.options)}). Answer it first, e.g. "
-                    f"`shopbot resume {thread_id} {pending.options[0]}`; nothing was sent.",
-                    pending,
-                )
+            with _refusals_as_errors(pending):
+                admission.check_no_decision_waits(thread_id, _waiting(pending))
             # Written here, not by the graph: a process killed before its run saved anything
             # still shows the message, and the next turn gives it to the model (its line's id
             # names it in the conversation; turn_recovery.py).
@@ -361,32 +355,17 @@ class ShopBotEngine:
         # (Typed as text, but this is where callers' values come in: a wrong type is their
         # input error, not an AttributeError from deep inside.)
         if not isinstance(decision, str) or not isinstance(asked, str | None):
-            raise InputError("A decision and the request it answers are given as text.")
+            raise InputError(admission.NOT_TEXT)
         info = self.threads.get(thread_id)
         if info is None:
             raise InputError(f"Unknown thread {thread_id!r}: `shopbot threads` lists them.")
         async with self._guard.turn(thread_id):
             before = await self._stored.snapshot(thread_id)
             pending = self._stored.pending(thread_id, before)
-            if pending is None:
-                raise NothingPending(
-                    f"Thread {thread_id} has no decision pending; nothing to resume."
-                )
-            if asked is not None and asked.strip() != pending.request_id:
-                # Answered and asked anew meanwhile (another window, `shopbot`): "approve"
-                # was said of another refund, perhaps of another order.
-                raise DecisionPending(
-                    f"Thread {thread_id} now waits for another decision than the one "
-                    "answered; nothing was decided.",
-                    pending,
-                )
-            choice = decision.strip().lower()
-            if choice not in pending.options:
-                what = pending.kind.replace("_", " ")
-                raise InputError(
-                    f"{quoted(redact(decision.strip()))} is not an option for this {what}; "
-                    f"choose one of: {', '.join(pending.options)}."
-                )
+            answer = decision if asked is None else {"decision": decision, "request_id": asked}
+            with _refusals_as_errors(pending):
+                choice = admission.check_decision(thread_id, answer, _waiting(pending)).choice
+            assert pending is not None, "a decision is admitted only while one waits"
             if problem := self.may_not_decide(pending, reviewer):
                 # (The graph refuses it too; said here, before anything runs.)
                 raise NotAuthorised(
@@ -626,6 +605,30 @@ class _RunWatch:
         if (said := _failure_said(event)) is not None:
             self.failure, self.failure_streamed = said, said is event
         return self.done is not None or self.paused
+
+
+def _waiting(pending: ApprovalRequest | None) -> dict[str, Any] | None:
+    """The question as the run-creation check reads it (with the ledger's options)."""
+    if pending is None:
+        return None
+    return {
+        "kind": pending.kind,
+        "options": list(pending.options),
+        "request_id": pending.request_id,
+    }
+
+
+@contextmanager
+def _refusals_as_errors(pending: ApprovalRequest | None) -> Iterator[None]:
+    """A run refused before it starts, as the errors the fronts tell a person about."""
+    try:
+        yield
+    except admission.RunRefused as exc:
+        if exc.reason == "nothing_pending":
+            raise NothingPending(str(exc)) from None
+        if exc.reason in ("decision_pending", "other_request"):
+            raise DecisionPending(str(exc), pending) from None
+        raise InputError(str(exc)) from None
 
 
 def _failure_said(event: EngineEvent) -> TurnFailed | None:
