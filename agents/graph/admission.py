@@ -17,7 +17,9 @@ from typing import Any, Literal
 from agents.safety.redaction import redact
 from agents.safety.text import MessageRejected, clean_message, person_name, quoted
 
-Reason = Literal["decision_pending", "nothing_pending", "other_request", "busy", "bad_input"]
+Reason = Literal[
+    "decision_pending", "nothing_pending", "other_request", "busy", "bad_input", "not_authorised"
+]
 # What a server answers: 409 when the conversation's state forbids the run (it may pass
 # later), 422 when the run itself cannot be one.
 HTTP_STATUS: dict[Reason, int] = {
@@ -26,6 +28,8 @@ HTTP_STATUS: dict[Reason, int] = {
     "other_request": 409,
     "busy": 409,
     "bad_input": 422,
+    # A refund above the operator's limit: another operator may decide it.
+    "not_authorised": 403,
 }
 NOT_TEXT = "A decision and the request it answers are given as text."
 # The ways a server's client may run the conversation; the others cut a running turn short

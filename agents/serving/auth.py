@@ -14,6 +14,7 @@ recursion limit is ShopBot's, whatever the client or the server's default says.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import importlib.util
 import logging
@@ -27,7 +28,7 @@ from langgraph_sdk.errors import NotFoundError
 from agents.errors import ConfigurationError
 from agents.graph import admission
 from agents.graph.context import ShopContext
-from agents.graph.services import REVIEWER_KEY, SERVICES_KEY
+from agents.graph.services import REVIEWER_KEY, SERVICES_KEY, process_services
 from agents.graph.specialists.spec import RECURSION_LIMIT
 from agents.reviewer import login_name
 from agents.safety.redaction import register_secret
@@ -146,6 +147,15 @@ async def admit_run(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -
             waiting=now.waiting,
             state_known=now.known,
         )
+        if admitted.decision is not None and now.waiting is not None:
+            # (The graph refuses it too, and asks again; said here, before any run.)
+            limits = (await asyncio.to_thread(process_services)).limits
+            if problem := limits.may_not_decide(now.waiting, ctx.user.identity):
+                raise admission.RunRefused(
+                    "not_authorised",
+                    f"{problem} Nothing was decided: the decision waits for an operator whose "
+                    "limit covers it.",
+                )
     except admission.RunRefused as exc:
         raise Auth.exceptions.HTTPException(status_code=exc.status, detail=str(exc)) from None
     if admitted.message is not None:

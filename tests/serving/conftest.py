@@ -16,7 +16,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[langgraph_dev.S
     """One `langgraph dev` for the serving tests (it takes 15 s or more to start)."""
     folder: Path = tmp_path_factory.mktemp("langgraph-dev")
     try:
-        server = langgraph_dev.start(folder, tokens=f"dana:{DANA_TOKEN}, lee:{LEE_TOKEN}")
+        server = langgraph_dev.start(
+            folder,
+            tokens=f"dana:{DANA_TOKEN}, lee:{LEE_TOKEN}",
+            # lee decides refunds above the auto-refund limit; dana has the standard one.
+            reviewers='[reviewers]\nlee = "2000.00"\n',
+        )
     except RuntimeError as exc:
         pytest.fail(str(exc), pytrace=False)
     yield server

@@ -10,17 +10,19 @@ from typing import Any
 
 import httpx
 import pytest
+from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from agents.graph.specialists.spec import RECURSION_LIMIT
 from agents.names import AGENTS
-from tests.serving.conftest import DANA_TOKEN
+from tests.serving.conftest import DANA_TOKEN, LEE_TOKEN
 from tests.support import langgraph_dev
 
 pytestmark = pytest.mark.serving
 
 ALEX_REFUND = "I want a refund for ORD-001, the headphones broke after a week"
 SAM_REFUND = "Please refund ORD-005, the speaker stopped charging after two days"
+OVER_LIMIT_REFUND = "Refund ORD-004 please, the monitor has dead pixels"
 JORDAN_REFUND = "I want my money back for ORD-006, several keys stopped working"
 
 
@@ -142,6 +144,25 @@ def test_an_approved_refund_is_paid_once_and_names_the_operator(
     # The run had ShopBot's brake, not the server's default of some 10,000 steps.
     runs = client.runs.list(thread_id)
     assert {run["kwargs"]["config"]["recursion_limit"] for run in runs} == {RECURSION_LIMIT}
+
+
+def test_a_refund_over_the_limit_is_decided_only_by_an_operator_whose_limit_covers_it(
+    served: langgraph_dev.Served, client: SyncLangGraphClient, assistant_id: str
+) -> None:
+    thread_id, question = _ask(client, assistant_id, OVER_LIMIT_REFUND, "Alex")
+    assert question["order_id"] == "ORD-004" and question["needs_limit"] == "649.00"
+    refused = _refused(
+        lambda: client.runs.wait(thread_id, assistant_id, command={"resume": "approve"})
+    )
+    assert refused.status_code == 403 and "dana's limit is $500.00" in refused.json()["detail"]
+    assert _waiting(client, thread_id)["request_id"] == question["request_id"]
+    assert _refunds(served, "ORD-004") == [] and _decisions(served, thread_id) == []
+
+    lee = get_sync_client(url=served.url, headers={"Authorization": f"Bearer {LEE_TOKEN}"})
+    lee.runs.wait(thread_id, assistant_id, command={"resume": "approve"})
+    assert len(_refunds(served, "ORD-004")) == 1
+    (decided,) = _decisions(served, thread_id)
+    assert (decided["decision"], decided["decided_by"]) == ("approve", "lee")
 
 
 def test_a_rejected_refund_pays_nothing(

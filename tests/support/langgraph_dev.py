@@ -59,8 +59,12 @@ def config_for(folder: Path) -> Path:
     return path
 
 
-def start(folder: Path, *, tokens: str) -> Served:
+def start(folder: Path, *, tokens: str, reviewers: str | None = None) -> Served:
+    """`reviewers`: the home's reviewers.toml, if it has one."""
     home = folder / "home"
+    if reviewers is not None:
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "reviewers.toml").write_text(reviewers, encoding="utf-8")
     port = free_port()
     env = {
         k: v
