@@ -48,6 +48,7 @@ from agents.graph.replies import LIMIT_REACHED, TURN_FAILED_NOTE
 from agents.graph.reporting import transcribe
 from agents.graph.services import REVIEWER_KEY, SERVICES_KEY, Services
 from agents.graph.specialists.spec import RECURSION_LIMIT
+from agents.graph.turn_start import other_customer_text
 from agents.models.factory import make_model
 from agents.refund_limits import RefundLimits, load_refund_limits
 from agents.reviewer import Reviewer
@@ -406,10 +407,7 @@ class ShopBotEngine:
         info = self.threads.get(thread_id)
         known = info.customer if info else None
         if customer and known and customer.casefold() != known.casefold():
-            raise InputError(
-                f"Thread {thread_id} belongs to customer {known}; "
-                f"start a new thread for {customer}."
-            )
+            raise InputError(other_customer_text(thread_id, known, customer))
         if customer and info is not None and known is None and info.turns > 0:
             # Named now, its anonymous messages would read as theirs (the transcript, the
             # export), and what it showed unchecked by the ownership gate as shown to them.

@@ -30,6 +30,7 @@ from agents.graph import admission
 from agents.graph.context import ShopContext
 from agents.graph.services import REVIEWER_KEY, SERVICES_KEY, process_services
 from agents.graph.specialists.spec import RECURSION_LIMIT
+from agents.graph.turn_start import other_customer_text
 from agents.reviewer import login_name
 from agents.safety.redaction import register_secret
 
@@ -139,6 +140,12 @@ async def admit_run(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -
                 f"Thread {thread_id} is answering a message; send the decision once it is done "
                 "(a decision is never queued).",
             )
+        named = str(sent.get("customer") or "").strip()
+        if now.customer and named and named.casefold() != now.customer.casefold():
+            # (The graph refuses it too; said here, before any run.)
+            raise admission.RunRefused(
+                "bad_input", other_customer_text(thread_id, now.customer, named)
+            )
         admitted = admission.check_run(
             thread_id or "(new)",
             run_input=kwargs.get("input"),
@@ -204,6 +211,7 @@ class ThreadNow(NamedTuple):
     known: bool  # False: its state could not be read (see `_thread_now`)
     waiting: Mapping[str, Any] | None  # the question it waits for
     busy: bool  # a run of it is in flight
+    customer: str | None = None  # whose conversation it is (its first turn's session)
 
 
 _NEW_THREAD = ThreadNow(known=True, waiting=None, busy=False)
@@ -228,7 +236,13 @@ async def _thread_now(thread_id: str) -> ThreadNow:
         known=True,
         waiting=waiting if isinstance(waiting, Mapping) else None,
         busy=thread.get("status") == "busy",
+        customer=_customer_of(state.get("values")),
     )
+
+
+def _customer_of(values: object) -> str | None:
+    customer = values.get("customer") if isinstance(values, Mapping) else None
+    return customer if isinstance(customer, str) and customer else None
 
 
 __all__ = ["auth"]

@@ -235,3 +235,23 @@ async def test_services_registered_for_the_process_serve_a_run_that_names_none(
     await bare.writer.aflush()
     assert len(opened) == 1
     assert [bare.threads.get(t) is not None for t in ("s1", "s2")] == [True, True]
+
+
+async def test_a_message_for_another_customer_is_refused_and_nothing_of_theirs_is_read(
+    bare: Bare,
+) -> None:
+    """A conversation is its first customer's: a run naming another is refused by the graph
+    (its message taken back out, nothing looked up), and the conversation carries on."""
+    await bare.run("g8", message("Where is my order ORD-002?"), customer="Sam")
+    before = bare.kinds("g8")
+    wired = await bare.run("g8", message("Where is my order ORD-001?"), customer="Alex")
+    refused = [data for data in wired if data.get("type") == "message_refused"]
+    assert refused and "belongs to customer Sam" in refused[0]["message"]
+    assert "reply" not in types(wired)
+    new = bare.kinds("g8")[len(before) :]
+    assert "tool_called" not in new and "message_refused" in new
+    state = await bare.graph.aget_state({"configurable": {"thread_id": "g8"}})
+    said = [m.content for m in state.values["messages"] if isinstance(m, HumanMessage)]
+    assert said == ["Where is my order ORD-002?"] and state.values["customer"] == "Sam"
+    wired = await bare.run("g8", message("Where is my order ORD-002?"), customer="sam")
+    assert "reply" in types(wired)

@@ -288,3 +288,19 @@ def test_the_server_never_blocked_its_event_loop(served: langgraph_dev.Served) -
     log = served.log_tail(chars=2_000_000)
     assert "BlockingError" not in log and "Blocking call" not in log
     assert DANA_TOKEN not in log
+
+
+def test_a_run_for_another_customer_is_refused_before_it_starts(
+    client: SyncLangGraphClient, assistant_id: str
+) -> None:
+    thread_id = str(client.threads.create()["thread_id"])
+    said = {"messages": [{"role": "user", "content": "Where is my order ORD-002?"}]}
+    client.runs.wait(thread_id, assistant_id, input=said, context={"customer": "Sam"})
+    before = client.threads.get_state(thread_id)["checkpoint"]["checkpoint_id"]
+    other = {"messages": [{"role": "user", "content": "Where is my order ORD-001?"}]}
+    refused = _refused(
+        lambda: client.runs.wait(thread_id, assistant_id, input=other, context={"customer": "Alex"})
+    )
+    assert refused.status_code == 422
+    assert "belongs to customer Sam" in refused.json()["detail"]
+    assert client.threads.get_state(thread_id)["checkpoint"]["checkpoint_id"] == before
