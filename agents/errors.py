@@ -30,6 +30,15 @@ class DecisionPending(InputError):
         self.request = request
 
 
+class NotAuthorised(InputError):
+    """A decision by someone whose refund limit does not cover the refund; `request` is the
+    decision, still waiting for a reviewer whose limit does. Nothing was done."""
+
+    def __init__(self, message: str, request: object) -> None:
+        super().__init__(message)
+        self.request = request
+
+
 class UnreadableReply(Exception):
     """The model provider answered, but not with a reply its client can read: a proxy's or
     captive portal's HTML page, JSON of another shape, an event stream with nothing in it.

@@ -3,6 +3,7 @@
 Each gate takes plain data and returns `(True, cleaned_data)` or `(False, error_text)`.
 """
 
+from gates.authority import authority_problem, needs_senior
 from gates.complaint import needs_review, validate_complaint
 from gates.order_id import (
     clean_query_type,
@@ -38,9 +39,11 @@ __all__ = [
     "GateError",
     "GateResult",
     "Remedy",
+    "authority_problem",
     "clean_query_type",
     "corrects_itself",
     "needs_review",
+    "needs_senior",
     "normalise_order_id",
     "order_ids_as_written",
     "order_ids_meant",

@@ -19,11 +19,15 @@ def _money(value: object) -> Decimal:
 
 
 def validate_refund_request(
-    extracted: Mapping[str, Any], order: Mapping[str, Any] | None
+    extracted: Mapping[str, Any],
+    order: Mapping[str, Any] | None,
+    senior_limit: Decimal = AUTO_REFUND_LIMIT,
 ) -> GateResult:
-    """Gate: order delivered, amount within the auto-refund limit, reason substantive.
+    """Gate: order delivered, amount within the limit someone may decide, reason substantive.
 
     `order` is the shop's record for the (already validated) order id: `status`, `amount`.
+    `senior_limit`: the highest refund limit any reviewer holds; a refund above the
+    auto-refund limit but within it waits for such a reviewer, one above it is escalated.
     Every failed rule is reported, joined with ' | '.
     """
     order_id = normalise_order_id(extracted.get("order_id"))
@@ -48,12 +52,16 @@ def validate_refund_request(
             )
         )
     amount = _money(order.get("amount"))
-    if amount > AUTO_REFUND_LIMIT:
+    if amount > max(senior_limit, AUTO_REFUND_LIMIT):
+        beyond = (
+            f"the auto-refund limit of ${AUTO_REFUND_LIMIT:.2f}"
+            if senior_limit <= AUTO_REFUND_LIMIT
+            else f"every reviewer's refund limit (at most ${senior_limit:.2f})"
+        )
         errors.append(
             GateError(
-                f"Refund amount ${amount:.2f} exceeds the auto-refund limit of "
-                f"${AUTO_REFUND_LIMIT:.2f}. This needs a senior colleague's sign-off: escalate, "
-                "do not process it automatically.",
+                f"Refund amount ${amount:.2f} exceeds {beyond}. This needs a senior "
+                "colleague's sign-off: escalate, do not process it automatically.",
                 Remedy.ESCALATE,
                 ("refund.over_limit",),
             )

@@ -24,6 +24,7 @@ import logging
 import secrets
 import sqlite3
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
@@ -46,6 +47,7 @@ from agents.events import (
     ReplyDone,
     StepChanged,
 )
+from agents.graph.admission import RunRefused, answer_in
 from agents.graph.context import ShopContext
 from agents.graph.history import latest_customer_words, tool_answer
 from agents.graph.replies import COMPLAINT_DECISIONS, REFUND_DECISIONS
@@ -56,7 +58,7 @@ from agents.graph.tools.domain import pay_refund
 from agents.names import DEFAULT_AGENT
 from agents.safety.redaction import redact
 from agents.store.sqlite import StorageError
-from gates import order_ids_meant
+from gates import needs_senior, order_ids_meant
 
 log = logging.getLogger("shopbot.engine")
 
@@ -83,9 +85,17 @@ def refund_approval_payload(
         "amount": validated["amount"],
         "reason": validated["reason"],
     }
+    senior = needs_senior(Decimal(str(validated["amount"])))
     return {
         "kind": "refund_approval",
-        "message": "Refund approval required",
+        "message": (
+            "Refund approval required: above the auto-refund limit, a reviewer whose refund "
+            "limit covers it decides"
+            if senior
+            else "Refund approval required"
+        ),
+        # The least refund limit of who may decide it (only said when above the standard).
+        **({"needs_limit": validated["amount"]} if senior else {}),
         "request_id": _request_id(),
         "agent": "refund_agent",
         "order_id": validated["order_id"],
@@ -214,37 +224,26 @@ async def decision_waits(state: ShopState, runtime: Runtime[ShopContext]) -> Com
 
 
 def read_answer(value: object, payload: Mapping[str, Any]) -> tuple[str | None, str]:
-    """(the decision among the payload's options, "") or (None, why the answer is refused)."""
-    request: object = None
-    message = ""
-    if isinstance(value, Mapping) and "decisions" in value:
-        decisions = value.get("decisions")
-        if (
-            not isinstance(decisions, list)
-            or len(decisions) != 1
-            or not isinstance(decisions[0], Mapping)
-        ):
-            return None, "a human-in-the-loop response answers with exactly one decision"
-        kind = decisions[0].get("type")
-        message = str(decisions[0].get("message") or "")
-        if kind in ("approve", "reject"):
-            value = kind
-        elif kind == "respond":
-            value = message
-        else:
-            return None, f"a decision of type {kind!r} is not taken here (approve, reject, respond)"
-    elif isinstance(value, Mapping):
-        request = value.get("request_id")
-        value = value.get("decision")
-    if not isinstance(value, str):
-        return None, "a decision is one of the options, as text"
-    if request is not None and str(request).strip() != payload.get("request_id"):
+    """(the decision among the payload's options, "") or (None, why the answer is refused):
+    read as the run-creation check reads it (admission.py), for a runtime that did not ask
+    that check first."""
+    try:
+        answer = answer_in(value)
+    except RunRefused as exc:
+        return None, _as_clause(str(exc))
+    request = answer.request_id
+    if request is not None and request != payload.get("request_id"):
         return None, f"it answers request {request}, and request {payload.get('request_id')} waits"
-    choice = value.strip().lower()
+    choice = answer.choice.strip().lower()
     options = [str(o) for o in payload.get("options", ())]
     if choice not in options:
-        return None, f"{redact(value.strip())[:80]!r} is not one of: {', '.join(options)}"
+        return None, f"{redact(answer.choice.strip())[:80]!r} is not one of: {', '.join(options)}"
     return choice, ""
+
+
+def _as_clause(sentence: str) -> str:
+    """ "A decision is ...." as the end of another sentence: "a decision is ..."."""
+    return (sentence[:1].lower() + sentence[1:]).rstrip(".")
 
 
 def _ask_again(
@@ -276,6 +275,20 @@ async def await_decision(state: ShopState, runtime: Runtime[ShopContext]) -> Com
             DecisionRefused(agent, said),
         )
     this = turn(runtime.context)
+    if problem := _without_authority(this, payload):
+        said = f"The answer was refused, nothing was decided: {problem}"
+        return _ask_again(
+            runtime,
+            payload,
+            "decision_refused",
+            {
+                "request_id": payload.get("request_id"),
+                "reason": problem,
+                "decision": choice,
+                **(this.reviewer.audit_detail() if this.reviewer else {}),
+            },
+            DecisionRefused(agent, said),
+        )
     try:
         if payload["kind"] == "refund_approval":
             return await _refund_decided(state, runtime, this, payload, choice)
@@ -284,6 +297,11 @@ async def await_decision(state: ShopState, runtime: Runtime[ShopContext]) -> Com
         raise
     except Exception as exc:
         return _not_carried_out(runtime, this, payload, choice, exc)
+
+
+def _without_authority(this: Turn, payload: Mapping[str, Any]) -> str | None:
+    """Why who answers may not decide this question (a refund above their limit)."""
+    return this.limits.may_not_decide(payload, this.reviewer.name if this.reviewer else None)
 
 
 def _record_decision(

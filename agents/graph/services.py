@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -20,6 +21,7 @@ from langgraph.config import get_config
 
 from agents.audit.writer import TurnSink
 from agents.graph.context import RetryBudget, ShopContext
+from agents.refund_limits import RefundLimits
 from agents.reviewer import Reviewer
 from agents.store.shop import ShopData
 
@@ -47,6 +49,8 @@ class Services:
     # Held while money moves for a thread (the refund and its record): a person's stop waits
     # until both are done, or, asked just before, ends the run before anything is paid.
     unstoppable: Callable[[str], AbstractContextManager[None]] = _nothing_to_hold
+    # Who may decide refunds up to what amount (the home's reviewers file).
+    limits: RefundLimits = field(default_factory=RefundLimits)
 
 
 class _ProcessServices:
@@ -110,6 +114,15 @@ class Turn:
     @property
     def retry(self) -> RetryBudget:
         return self.services.retry
+
+    @property
+    def limits(self) -> RefundLimits:
+        return self.services.limits
+
+    def reviewer_limit(self) -> Decimal:
+        """The refund limit of who answers this run's decision (the standard one for a run
+        whose reviewer is unknown)."""
+        return self.limits.limit_of(self.reviewer.name if self.reviewer else None)
 
     def decisions_on(self, order_id: str) -> list[dict[str, str]]:
         return self.services.decisions_on(order_id)

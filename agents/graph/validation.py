@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from agents.graph.services import Turn
@@ -12,6 +13,7 @@ from gates import (
     GateResult,
     Remedy,
     clean_query_type,
+    needs_senior,
     validate_complaint,
     validate_customer_known,
     validate_order_id,
@@ -170,10 +172,14 @@ def check_refund_request(
         return chain.fail(found)
     order = context.shop.get_order(found["order_id"])
     record = order.as_record() if order else None
+    senior = needs_senior(Decimal(order.amount)) if order else False
     refund = chain.run(
         "refund",
-        validate_refund_request(found, record),
-        "delivered, within the auto-refund limit, reason given",
+        validate_refund_request(found, record, context.limits.highest),
+        "delivered, above the auto-refund limit: a reviewer whose limit covers it decides, "
+        "reason given"
+        if senior
+        else "delivered, within the auto-refund limit, reason given",
     )
     if isinstance(refund, GateError):
         return chain.fail(refund)

@@ -22,7 +22,7 @@ from langgraph.types import Command
 from agents.audit.decisions import refund_decisions
 from agents.audit.log import AuditLog
 from agents.audit.writer import AuditWriter
-from agents.errors import DecisionPending, InputError, NothingPending
+from agents.errors import DecisionPending, InputError, NotAuthorised, NothingPending
 from agents.events import (
     AgentChanged,
     ApprovalRequest,
@@ -40,13 +40,16 @@ from agents.events import (
     from_wire,
     outcome,
 )
+from agents.graph import admission
 from agents.graph.context import RetryBudget, ShopContext
 from agents.graph.parent import build_graph
 from agents.graph.replies import LIMIT_REACHED, TURN_FAILED_NOTE
 from agents.graph.reporting import transcribe
 from agents.graph.services import REVIEWER_KEY, SERVICES_KEY, Services
 from agents.graph.specialists.spec import RECURSION_LIMIT
+from agents.graph.turn_start import other_customer_text
 from agents.models.factory import make_model
+from agents.refund_limits import RefundLimits, load_refund_limits
 from agents.reviewer import Reviewer
 from agents.runner.approval_now import as_it_stands
 from agents.runner.stored_threads import StoredThreads
@@ -56,8 +59,8 @@ from agents.runner.turn_closing import (
 )
 from agents.runner.turn_guard import TurnGuard
 from agents.runner.turn_recovery import TurnRecovery
-from agents.safety.redaction import redact, register_secret
-from agents.safety.text import MessageRejected, clean_message, person_name, quoted
+from agents.safety.redaction import register_secret
+from agents.safety.text import MessageRejected, person_name
 from agents.safety.trace_privacy import keep_secrets_out_of_traces
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
 from agents.store.checkpoints import Closable, open_checkpoints
@@ -99,6 +102,7 @@ class ShopBotEngine:
         )
         self._connection: Closable | None = None
         self.graph: Any = None
+        self.limits = RefundLimits()
 
     @property
     def model_label(self) -> str:
@@ -117,6 +121,8 @@ class ShopBotEngine:
         try:
             # Off the event loop: opening may wait on another process's lock, or re-index an
             # audit log written by an older ShopBot (seconds for a large one).
+            # The reviewers file first: a broken one is said before anything is opened.
+            self.limits = await asyncio.to_thread(load_refund_limits, self.settings.home)
             await asyncio.to_thread(self._open_stores)
             # The graph's transcript lines and turn ends go through it too, in order with
             # its audit events, off the event loop.
@@ -132,6 +138,7 @@ class ShopBotEngine:
             self.retry,
             decisions_on=partial(refund_decisions, self._audit_log),
             unstoppable=self._guard.unstoppable,
+            limits=self.limits,
         )
         self.graph = build_graph(self.model, self._saver)
         self._stored = StoredThreads(self.graph, self.shop, self.settings)
@@ -286,6 +293,14 @@ class ShopBotEngine:
         reviewer = reviewer or Reviewer.here("ShopBot's engine")
         return self._damage_named(thread_id, self._resume(thread_id, decision, asked, reviewer))
 
+    def may_not_decide(
+        self, request: ApprovalRequest, reviewer: Reviewer | None = None
+    ) -> str | None:
+        """Why `reviewer` (by default the login name) may not decide `request`: a refund
+        above their refund limit (the home's reviewers file); None when they may."""
+        name = (reviewer or Reviewer.here("ShopBot's engine")).name
+        return self.limits.may_not_decide({**request.payload, "kind": request.kind}, name)
+
     def stop_turn(self, thread_id: str) -> bool:
         """Stop the turn this process runs on `thread_id` (a person pressed Stop): its graph
         run is cancelled where it stands, as when the app closes, and the transcript says it
@@ -317,22 +332,15 @@ class ShopBotEngine:
         self, thread_id: str, text: str, *, customer: str | None
     ) -> AsyncGenerator[EngineEvent, None]:
         thread_id = self._valid_thread_id(thread_id)
-        try:
+        # The run-creation check a server makes too (admission.py): the same refusals.
+        with _refusals_as_errors(None):
             # A pasted key or token never enters the conversation, the model or any store.
-            message = redact(clean_message(text))
-        except MessageRejected as exc:
-            raise InputError(str(exc)) from exc
+            message = admission.check_message_text(text)
         customer = self._customer_for(thread_id, customer)
         async with self._guard.turn(thread_id):
             agent, pending = await self._recovery.where_it_stands(thread_id)
-            if pending is not None:
-                what = pending.kind.replace("_", " ")
-                raise DecisionPending(
-                    f"Thread {thread_id} is waiting for a decision ({what}: "
-                    f"{', '.join(pending.options)}). Answer it first, e.g. "
-                    f"`shopbot resume {thread_id} {pending.options[0]}`; nothing was sent.",
-                    pending,
-                )
+            with _refusals_as_errors(pending):
+                admission.check_no_decision_waits(thread_id, _waiting(pending))
             # Written here, not by the graph: a process killed before its run saved anything
             # still shows the message, and the next turn gives it to the model (its line's id
             # names it in the conversation; turn_recovery.py).
@@ -348,31 +356,23 @@ class ShopBotEngine:
         # (Typed as text, but this is where callers' values come in: a wrong type is their
         # input error, not an AttributeError from deep inside.)
         if not isinstance(decision, str) or not isinstance(asked, str | None):
-            raise InputError("A decision and the request it answers are given as text.")
+            raise InputError(admission.NOT_TEXT)
         info = self.threads.get(thread_id)
         if info is None:
             raise InputError(f"Unknown thread {thread_id!r}: `shopbot threads` lists them.")
         async with self._guard.turn(thread_id):
             before = await self._stored.snapshot(thread_id)
             pending = self._stored.pending(thread_id, before)
-            if pending is None:
-                raise NothingPending(
-                    f"Thread {thread_id} has no decision pending; nothing to resume."
-                )
-            if asked is not None and asked.strip() != pending.request_id:
-                # Answered and asked anew meanwhile (another window, `shopbot`): "approve"
-                # was said of another refund, perhaps of another order.
-                raise DecisionPending(
-                    f"Thread {thread_id} now waits for another decision than the one "
-                    "answered; nothing was decided.",
+            answer = decision if asked is None else {"decision": decision, "request_id": asked}
+            with _refusals_as_errors(pending):
+                choice = admission.check_decision(thread_id, answer, _waiting(pending)).choice
+            assert pending is not None, "a decision is admitted only while one waits"
+            if problem := self.may_not_decide(pending, reviewer):
+                # (The graph refuses it too; said here, before anything runs.)
+                raise NotAuthorised(
+                    f"{problem} Nothing was decided: the decision waits for a reviewer whose "
+                    "limit covers it.",
                     pending,
-                )
-            choice = decision.strip().lower()
-            if choice not in pending.options:
-                what = pending.kind.replace("_", " ")
-                raise InputError(
-                    f"{quoted(redact(decision.strip()))} is not an option for this {what}; "
-                    f"choose one of: {', '.join(pending.options)}."
                 )
             self.threads.update(thread_id, status="answering")
             # With the request it answers: the graph refuses it for any other (decisions.py).
@@ -407,10 +407,7 @@ class ShopBotEngine:
         info = self.threads.get(thread_id)
         known = info.customer if info else None
         if customer and known and customer.casefold() != known.casefold():
-            raise InputError(
-                f"Thread {thread_id} belongs to customer {known}; "
-                f"start a new thread for {customer}."
-            )
+            raise InputError(other_customer_text(thread_id, known, customer))
         if customer and info is not None and known is None and info.turns > 0:
             # Named now, its anonymous messages would read as theirs (the transcript, the
             # export), and what it showed unchecked by the ownership gate as shown to them.
@@ -606,6 +603,30 @@ class _RunWatch:
         if (said := _failure_said(event)) is not None:
             self.failure, self.failure_streamed = said, said is event
         return self.done is not None or self.paused
+
+
+def _waiting(pending: ApprovalRequest | None) -> dict[str, Any] | None:
+    """The question as the run-creation check reads it (with the ledger's options)."""
+    if pending is None:
+        return None
+    return {
+        "kind": pending.kind,
+        "options": list(pending.options),
+        "request_id": pending.request_id,
+    }
+
+
+@contextmanager
+def _refusals_as_errors(pending: ApprovalRequest | None) -> Iterator[None]:
+    """A run refused before it starts, as the errors the fronts tell a person about."""
+    try:
+        yield
+    except admission.RunRefused as exc:
+        if exc.reason == "nothing_pending":
+            raise NothingPending(str(exc)) from None
+        if exc.reason in ("decision_pending", "other_request"):
+            raise DecisionPending(str(exc), pending) from None
+        raise InputError(str(exc)) from None
 
 
 def _failure_said(event: EngineEvent) -> TurnFailed | None:

@@ -83,6 +83,7 @@ class ApprovalFlow:
             reviewer,
             reread=engine.approval_as_it_stands if engine is not None else None,
             on_reread=self._read_again,
+            may_not_decide=engine.may_not_decide(request, reviewer) if engine is not None else None,
         )
 
         def decided(decision: str | None) -> None:

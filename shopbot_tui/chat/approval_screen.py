@@ -107,6 +107,9 @@ def _facts(request: ApprovalRequest) -> list[tuple[str, str]]:
         elif key == "amount":
             value = money(value)
         facts.append((label, str(value)))
+    # Above the auto-refund limit: only a reviewer whose refund limit covers it decides.
+    if needed := payload.get("needs_limit"):
+        facts.append(("Authority", f"a refund limit of at least {money(needed)}"))
     # A decision that could not be carried out (the ledger was locked) is asked again.
     if failed := payload.get("failed_before"):
         facts.append(("Not done", str(failed)))
@@ -252,10 +255,14 @@ class ApprovalScreen(ModalScreen[str | None]):
         *,
         reread: Reread | None = None,
         on_reread: Callable[[ApprovalRequest], None] | None = None,
+        may_not_decide: str | None = None,
     ) -> None:
         super().__init__()
         self.request = request
         self.reviewer = reviewer
+        # Why this reviewer cannot decide it (a refund above their limit): said, and no
+        # option can be chosen; it waits for someone who can.
+        self.may_not_decide = may_not_decide
         self._reread = reread
         self._on_reread = on_reread
         self.armed = False
@@ -296,6 +303,15 @@ class ApprovalScreen(ModalScreen[str | None]):
                     )
             with Vertical(id="approval-footer"):
                 yield Static(id="approval-notice", markup=False)
+                if self.may_not_decide:
+                    yield Static(
+                        Content.assemble(
+                            ("You cannot decide this: ", "bold"),
+                            visible(self.may_not_decide),
+                            " It stays in the queue for a reviewer whose limit covers it.",
+                        ),
+                        id="approval-authority",
+                    )
                 with Horizontal(id="approval-options"):
                     for option in request.options:
                         yield Button(
@@ -437,7 +453,7 @@ class ApprovalScreen(ModalScreen[str | None]):
         if not armed:
             self.query_one("#approval-body").focus()  # nothing stays chosen
         for button in self.query("#approval-options Button").results(Button):
-            button.disabled = not armed
+            button.disabled = not armed or bool(self.may_not_decide)
         self.refresh_bindings()
 
     def on_key(self, event: events.Key) -> None:
@@ -484,20 +500,20 @@ class ApprovalScreen(ModalScreen[str | None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("choose", "decide"):
-            if not parameters or parameters[0] not in self.request.options:
+            if self.may_not_decide or not parameters or parameters[0] not in self.request.options:
                 return False
             return True if self.armed else None
         return True
 
     def action_choose(self, option: str) -> None:
         """An option's key gives its button the focus; Enter on it decides."""
-        if self.armed and option in self.request.options:
+        if self.armed and option in self.request.options and not self.may_not_decide:
             self._chosen_with += OPTION_KEYS.get(option, "")
             self._chosen_at = time.monotonic()
             self.query_one(f"#option-{option}", Button).focus()
 
     def action_decide(self, option: str) -> None:
-        if self.armed and option in self.request.options:
+        if self.armed and option in self.request.options and not self.may_not_decide:
             self.dismiss(option)
 
     def action_later(self) -> None:

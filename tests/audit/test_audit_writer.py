@@ -163,3 +163,72 @@ def test_closing_tries_once_more_then_logs_what_is_left(
     assert store.tries == tries + 1
     assert "audit event not stored: " in caplog.text and "over the limit" in caplog.text
     audit.close()
+
+
+class RecordingRegistry:
+    """A thread registry that records what was asked of it, and when, against the log."""
+
+    def __init__(self, audit: AuditLog) -> None:
+        self.audit = audit
+        self.calls: list[tuple[Any, ...]] = []
+
+    def _seen(self, *call: Any) -> None:
+        # How many audit events were stored when this registry write ran: the order kept.
+        self.calls.append((*call, self.audit.count(AuditQuery(thread_id="t"))))
+
+    def append_line(self, thread_id: str, role: str, text: str, agent: str | None = None) -> object:
+        self._seen("line", thread_id, role, text, agent)
+        return None
+
+    def escalate(self, thread_id: str, *, agent: str | None, reason: str) -> object:
+        self._seen("escalate", thread_id, agent, reason)
+        return None
+
+    def update(self, thread_id: str, *, status: str, active_agent: str | None = None) -> object:
+        self._seen("finish", thread_id, status, active_agent)
+        return None
+
+    def open_turn(self, thread_id: str, *, customer: str | None, message: str) -> object:
+        self._seen("open", thread_id, customer, message)
+        return None
+
+
+def test_transcript_lines_and_turn_ends_are_written_in_order_with_the_events(
+    tmp_path: Path,
+) -> None:
+    """The graph's lines, escalations and turn ends go to the registry in the order they
+    were said, between the audit events said before and after them."""
+    audit = AuditLog(tmp_path / "audit.sqlite")
+    registry = RecordingRegistry(audit)
+    writer = AuditWriter(audit, threads=registry)
+    writer.open_turn("t", customer="Sam", message="Where is ORD-002?")
+    writer.append("turn_started", thread_id="t")
+    writer.line("t", "note", "gate: order id passed")
+    writer.append("escalated", thread_id="t", detail={"reason": "r"})
+    writer.escalate("t", agent="refund_agent", reason="r")
+    writer.line("t", "assistant", "A colleague will follow up.", "refund_agent")
+    writer.finish("t", status="idle", agent="refund_agent")
+    writer.flush()
+    assert registry.calls == [
+        ("open", "t", "Sam", "Where is ORD-002?", 0),
+        ("line", "t", "note", "gate: order id passed", None, 1),
+        ("escalate", "t", "refund_agent", "r", 2),
+        ("line", "t", "assistant", "A colleague will follow up.", "refund_agent", 2),
+        ("finish", "t", "idle", "refund_agent", 2),
+    ]
+    writer.close()
+    audit.close()
+
+
+async def test_aflush_returns_once_everything_queued_is_stored(tmp_path: Path) -> None:
+    audit = AuditLog(tmp_path / "audit.sqlite")
+    registry = RecordingRegistry(audit)
+    writer = AuditWriter(audit, threads=registry)
+    for n in range(700):
+        writer.append("tool_called", thread_id="t", detail={"n": n})
+    writer.finish("t", status="idle", agent="order_agent")
+    await writer.aflush()
+    assert audit.count(AuditQuery(thread_id="t")) == 700
+    assert registry.calls == [("finish", "t", "idle", "order_agent", 700)]
+    writer.close()
+    audit.close()

@@ -457,12 +457,14 @@ def test_a_json_command_failing_on_a_damaged_store_prints_its_error_object(
 ) -> None:
     assert main(["chat", "d1", "Where is ORD-002?", "--offline"]) == 0
     capsys.readouterr()
-    (home / "threads.sqlite").write_bytes(b"this is not a database" * 100)
+    for suffix in ("-wal", "-shm"):
+        (home / f"shopbot.sqlite{suffix}").unlink(missing_ok=True)
+    (home / "shopbot.sqlite").write_bytes(b"this is not a database" * 100)
     for args in (["threads", "--json"], ["show", "d1", "--json"]):
         assert main(args) == 2, args
         said = capsys.readouterr()
         (printed,) = [json.loads(line) for line in said.out.splitlines()]
-        assert printed["status"] == "error" and "threads.sqlite" in printed["error"], printed
+        assert printed["status"] == "error" and "shopbot.sqlite" in printed["error"], printed
 
 
 def test_the_apps_customer_before_chat_is_the_customer(
@@ -594,3 +596,32 @@ def test_threads_counts_one_turn_as_one_turn(
     capsys.readouterr()
     assert main(["threads"]) == 0
     assert capsys.readouterr().out.split("\t")[4] == "1 turn"
+
+
+def test_resume_above_the_reviewers_limit_is_refused_in_one_line_and_stays_pending(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A refund above the auto-refund limit waits for a reviewer whose limit covers it: the
+    login name without one is refused (exit 2, one line saying why), and one with it pays."""
+    from agents.reviewer import login_name
+
+    (home / "reviewers.toml").write_text('[reviewers]\ndana = "2000.00"\n', encoding="utf-8")
+    refund = "Refund ORD-004 please, the monitor has dead pixels"
+    assert main(["chat", "big", refund, "--customer", "Alex", "--offline", "--json"]) == 0
+    asked = json.loads(capsys.readouterr().out)
+    assert asked["status"] == "awaiting_approval"
+    assert asked["pending"]["needs_limit"] == "649.00"
+
+    assert main(["resume", "big", "approve", "--offline", "--json"]) == 2
+    captured = capsys.readouterr()
+    line = one_line(captured.err)
+    assert f"{login_name()}'s limit is $500.00" in line and "Nothing was decided" in line
+    refused = json.loads(captured.out)
+    assert refused["status"] == "error" and refused["pending"]["order_id"] == "ORD-004"
+
+    (home / "reviewers.toml").write_text(
+        f'[reviewers]\n"{login_name()}" = "2000.00"\n', encoding="utf-8"
+    )
+    assert main(["resume", "big", "approve", "--offline", "--json"]) == 0
+    paid = json.loads(capsys.readouterr().out)
+    assert paid["status"] == "done" and paid["pending"] is None
