@@ -14,7 +14,6 @@ recursion limit is ShopBot's, whatever the client or the server's default says.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import importlib.util
 import logging
@@ -28,7 +27,7 @@ from langgraph_sdk.errors import NotFoundError
 from agents.errors import ConfigurationError
 from agents.graph import admission
 from agents.graph.context import ShopContext
-from agents.graph.services import REVIEWER_KEY, SERVICES_KEY, process_services
+from agents.graph.services import REVIEWER_KEY, SERVICES_KEY, opened, process_services
 from agents.graph.specialists.spec import RECURSION_LIMIT
 from agents.graph.turn_start import other_customer_text
 from agents.reviewer import login_name
@@ -154,9 +153,10 @@ async def admit_run(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -
             waiting=now.waiting,
             state_known=now.known,
         )
-        if admitted.decision is not None and now.waiting is not None:
-            # (The graph refuses it too, and asks again; said here, before any run.)
-            limits = (await asyncio.to_thread(process_services)).limits
+        # (The graph refuses it too, and asks again; said here, before any run. A question
+        # waits, so a run of this process opened its services: nothing blocks here.)
+        if admitted.decision is not None and now.waiting is not None and opened():
+            limits = process_services().limits
             if problem := limits.may_not_decide(now.waiting, ctx.user.identity):
                 raise admission.RunRefused(
                     "not_authorised",
