@@ -19,6 +19,7 @@ from agents.models.offline.demo_model import OfflineDemoModel
 from agents.reviewer import login_name
 from agents.settings import Settings
 from agents.store import sqlite as sqlite_store
+from shopbot_tui.chat import decisions_waiting
 from shopbot_tui.chat.approval_screen import TINY_BELOW, ApprovalScreen
 from shopbot_tui.chat.screen import ChatScreen
 from shopbot_tui.threads.screen import ThreadsScreen
@@ -442,7 +443,13 @@ async def test_words_typed_into_the_dialog_outlast_quitting(tmp_path: Path) -> N
         assert again.chat.query_one("#message", Input).value == "sorry"
 
 
-async def test_decision_taken_elsewhere_is_refused_and_the_thread_reloads(tmp_path: Path) -> None:
+async def test_decision_taken_elsewhere_is_refused_and_the_thread_reloads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decided elsewhere before the app's next look at the registry (which would close the
+    dialog, see below): the decision made here is refused, and the thread shows the other."""
+    # No look in between: on a busy machine one fell there, and ctrl+r then opened nothing.
+    monkeypatch.setattr(decisions_waiting, "LOOK_EVERY_SECONDS", 3600.0)
     app = make_app(tmp_path, customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
