@@ -25,7 +25,7 @@ from shopbot_tui.chat.escalations_said import EscalationsSaid
 if TYPE_CHECKING:
     from textual.worker import Worker
 
-    from agents.facade import Escalation, ThreadInfo, TurnResult
+    from agents.backend import Escalation, ThreadInfo, TurnResult
     from shopbot_tui.chat.screen import ChatScreen
 
 log = logging.getLogger("shopbot.tui")
@@ -88,8 +88,8 @@ class DecisionsWaiting:
         """Read the registry again in a worker (`DecisionsRead` reports it); `open_next`:
         then open the first conversation waiting, other than the open one."""
         chat = self._chat
-        engine = chat.engine
-        if engine is None:
+        backend = chat.backend
+        if backend is None:
             return
         replies = frozenset(self._replies_to_say)  # ended before this read: it sees them
         self._reads_started += 1
@@ -98,13 +98,12 @@ class DecisionsWaiting:
 
         async def read() -> None:
             try:
-                # One trip off the event loop for both reads (this runs every few seconds).
-                threads, escalations, said = await asyncio.to_thread(
-                    lambda: (
-                        engine.waiting_for_decision(),
-                        engine.escalations(),
-                        said_file.load() if said_file is not None else frozenset(),
-                    )
+                threads = await backend.waiting_for_decision()
+                escalations = await backend.escalations()
+                said = (
+                    await asyncio.to_thread(said_file.load)
+                    if said_file is not None
+                    else frozenset()
                 )
             except Exception:
                 # (A locked or damaged registry is said where it matters, on opening.)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from agents.facade import redact, visible
+from agents.backend import redact, visible
 from shopbot_tui.chat.live_reply import LiveReply
 from shopbot_tui.chat.messages import (
     LiveReport,
@@ -24,7 +24,7 @@ from shopbot_tui.widgets.conversation import ChatLog, CustomerMessage, SystemNot
 if TYPE_CHECKING:
     from textual.widget import Widget
 
-    from agents.facade import ChatLine
+    from agents.backend import ChatLine
     from shopbot_tui.chat.notices import ChatNotices
 
 HeldLive = LiveReport | TurnEnded

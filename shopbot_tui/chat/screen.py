@@ -1,7 +1,7 @@
 """The main screen: the conversation, the message input and the side panel.
 
 It composes the screen and wires what happens to what handles it. Engine work runs in async
-workers that only post messages (turn_workers.py, thread_opening.py, stored_thread.py); the
+workers that only post messages (turn_workers.py, thread_opening.py, conversation_reads.py); the
 handlers below hand them to what owns that part of the UI state: opening a thread
 (thread_opening.py), what a turn reports (turn_reports.py), the chat log (thread_view.py), the
 approval modal (approval_flow.py) and the notifications (chat_notices.py).
@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, LoadingIndicator
 from textual.worker import Worker, WorkerState
 
-from agents.facade import OFFLINE_MODEL_LABEL, Settings, visible
+from agents.backend import OFFLINE_MODEL_LABEL, Settings, visible
 from shopbot_tui.chat.approval_flow import ApprovalFlow
 from shopbot_tui.chat.commands import ChatCommands
 from shopbot_tui.chat.decisions_waiting import DecisionsRead, DecisionsWaiting
@@ -55,7 +55,7 @@ from shopbot_tui.widgets.side_panel import ENGINE_NOT_RUNNING, SidePanel
 from shopbot_tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
-    from agents.facade import ApprovalRequest, Escalation, ShopBotEngine
+    from agents.backend import ApprovalRequest, Backend, Escalation
 
 # A terminal narrower than this hides the side panel (see ChatScreen.HORIZONTAL_BREAKPOINTS).
 NARROW_BELOW = 90
@@ -74,10 +74,15 @@ class ChatScreen(Screen[None]):
     ]
     BINDINGS: ClassVar[list[BindingType]] = list(CHAT_BINDINGS)  # (keys.py)
 
-    def __init__(self, settings: Settings, *, thread_id: str, customer: str | None) -> None:
+    def __init__(
+        self, settings: Settings, backend: Backend, *, thread_id: str, customer: str | None
+    ) -> None:
         super().__init__()
         self.settings = settings
-        self.engine: ShopBotEngine | None = None
+        # What the chat reads and runs turns through: `backend` once it is started (None
+        # before); `records`, the same, for what needs no engine (the audit log).
+        self.records = backend
+        self.backend: Backend | None = None
         # Why the engine could not start (then it never will): said instead of "loading".
         self.engine_error: str | None = None
         # The open thread: the one messages go to, and the decision it waits for.
@@ -140,7 +145,6 @@ class ChatScreen(Screen[None]):
 
     def on_unmount(self) -> None:
         self.turns.release_all()
-        self.commands.close()
 
     def on_screen_suspend(self, _event: events.ScreenSuspend) -> None:
         hide_covered_toasts(self)
@@ -173,10 +177,11 @@ class ChatScreen(Screen[None]):
 
     # --- engine and threads -----------------------------------------------------------
 
-    async def attach_engine(self, engine: ShopBotEngine) -> None:
-        """The engine is up: show its model and open the start-up thread."""
-        self.engine = engine
-        self.show_model(engine.model_label, offline=engine.model_label == OFFLINE_MODEL_LABEL)
+    async def attach_backend(self) -> None:
+        """The backend is up: show its model and open the start-up thread."""
+        self.backend = backend = self.records
+        label = backend.model_label
+        self.show_model(label, offline=label == OFFLINE_MODEL_LABEL)
         await self.open_thread(self.thread_id, self.customer)
         self.waiting.start()
 
@@ -280,7 +285,7 @@ class ChatScreen(Screen[None]):
 
     def key_state(self) -> KeyState:
         return KeyState(
-            engine=self.engine is not None,
+            engine=self.backend is not None,
             pending=self.pending is not None,
             escalated=self.escalated_here,
             reply_running=self.reply_running,

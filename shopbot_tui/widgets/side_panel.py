@@ -9,10 +9,10 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
-from agents.facade import AGENT_TITLES, AGENTS, STEP_LABELS, visible
+from agents.backend import AGENT_TITLES, AGENTS, STEP_LABELS, visible
 
 if TYPE_CHECKING:
-    from agents.facade import Escalation
+    from agents.backend import Escalation
 
 # The swarm has no router: every specialist carries `transfer_to_<agent>` tools for the
 # other two (design.md), so "may hand off to" is everyone else.

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 
+from agents.backend import InputError
 from agents.errors import DecisionPending, NothingPending
 from agents.events import (
     ApprovalRequested,
@@ -26,7 +27,6 @@ from agents.events import (
     StepChanged,
     outcome,
 )
-from agents.facade import InputError, ShopBotEngine
 from agents.graph.context import RetryBudget
 from agents.graph.history import text_of
 from agents.graph.other_orders import other_orders_sentence
@@ -34,6 +34,7 @@ from agents.graph.replies import TURN_CUT_NOTE, TURN_STOPPED_NOTE
 from agents.models.offline.demo_model import OfflineDemoModel
 from agents.reviewer import Reviewer, login_name
 from agents.runner import turn_guard
+from agents.runner.engine import ShopBotEngine
 from agents.store.threads import ThreadRegistry
 from tests.support.engine import (
     assert_mistral_valid,
