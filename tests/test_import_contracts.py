@@ -70,6 +70,11 @@ def test_the_code_keeps_every_contract(copy: Path) -> None:
             "import agents.runner.engine",
             "the fronts use agents only through agents.backend",
         ),
+        (
+            "shopbot_tui/chat/drafts.py",
+            "from shopbot_tui.chat.screen import ChatScreen",
+            "the chat's helpers never import the chat screen",
+        ),
     ],
 )
 def test_a_contract_breaks_on_the_import_it_forbids(
@@ -97,3 +102,13 @@ def test_every_part_of_agents_but_its_interface_is_protected() -> None:
         or (path.is_dir() and (path / "__init__.py").exists())
     }
     assert parts - {"agents.backend"} == set(protected["protected_modules"])
+
+
+def test_every_helper_of_the_chat_is_kept_from_importing_its_screen() -> None:
+    (helpers,) = [c for c in CONTRACTS if c["name"].startswith("the chat's helpers")]
+    modules = {
+        f"shopbot_tui.chat.{path.stem}"
+        for path in (ROOT / "shopbot_tui" / "chat").glob("*.py")
+        if path.stem not in ("__init__", "screen")
+    }
+    assert modules == set(helpers["source_modules"])

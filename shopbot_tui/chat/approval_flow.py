@@ -16,7 +16,7 @@ log = logging.getLogger("shopbot.tui")
 if TYPE_CHECKING:
     from agents.backend import ApprovalRequest
     from shopbot_tui.chat.approval_screen import ApprovalScreen
-    from shopbot_tui.chat.screen import ChatScreen
+    from shopbot_tui.chat.parts import ChatParts
 
 
 def checks_asked_about(request: ApprovalRequest) -> list[tuple[str, bool, str]]:
@@ -30,7 +30,7 @@ def checks_asked_about(request: ApprovalRequest) -> list[tuple[str, bool, str]]:
 class ApprovalFlow:
     """Asks the person on `chat` for the decisions its threads wait for."""
 
-    def __init__(self, chat: ChatScreen) -> None:
+    def __init__(self, chat: ChatParts) -> None:
         self._chat = chat
         # The approval dialog open or about to open (it is pushed after the next refresh):
         # the app says every notification in it meanwhile (ShopBotApp.notify).
@@ -58,7 +58,6 @@ class ApprovalFlow:
         else:
             step = step_text("answering" if answering else "idle")
         chat.show_agent(agent, step)
-        chat.sync_bindings()
         if pending is not None:
             self.ask(pending)
 

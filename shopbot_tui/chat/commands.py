@@ -19,7 +19,7 @@ from shopbot_tui.ids import new_thread_id
 if TYPE_CHECKING:
     from agents.backend import Backend
     from shopbot_tui.audit.screen import OpenAt
-    from shopbot_tui.chat.screen import ChatScreen
+    from shopbot_tui.chat.parts import ChatParts
     from shopbot_tui.threads.views import ViewName
 
 
@@ -27,7 +27,7 @@ class ChatCommands:
     """What the person asks of `chat`; commands that need the engine say it is loading until
     it is up (their keys are off till then, but the command palette offers them)."""
 
-    def __init__(self, chat: ChatScreen) -> None:
+    def __init__(self, chat: ChatParts) -> None:
         self._chat = chat
         # (thread id, text) of a message sent before its conversation could take it.
         self._when_ready: tuple[str, str] | None = None

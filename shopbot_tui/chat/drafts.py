@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 from shopbot_tui.chat.newest_wins import NewestWins
 
 if TYPE_CHECKING:
-    from shopbot_tui.chat.screen import ChatScreen
+    from shopbot_tui.chat.parts import ChatParts
 
 log = logging.getLogger("shopbot.tui")
 
 
 class Drafts:
-    def __init__(self, chat: ChatScreen) -> None:
+    def __init__(self, chat: ChatParts) -> None:
         self._chat = chat
         # Thread id -> the box's text in it, this session (the truth while the app runs).
         self._typed: dict[str, str] = {}

@@ -15,13 +15,13 @@ if TYPE_CHECKING:
     from textual.worker import Worker
 
     from shopbot_tui.chat.messages import ThreadLoaded
-    from shopbot_tui.chat.screen import ChatScreen
+    from shopbot_tui.chat.parts import ChatParts
 
 
 class ThreadOpener:
     """Makes a thread the one `chat` shows and sends messages to."""
 
-    def __init__(self, chat: ChatScreen) -> None:
+    def __init__(self, chat: ChatParts) -> None:
         self._chat = chat
         # The open thread's history is on screen: a message can be sent.
         self.ready = False
@@ -45,7 +45,6 @@ class ThreadOpener:
         chat.show_agent(chat.panel.agent, "opening…")
         chat.show_session(thread_id, customer)
         await chat.view.start_loading(chat.turns.replies_so_far.chunk(thread_id))
-        chat.sync_bindings()
         opening = self.opening
 
         async def read() -> None:

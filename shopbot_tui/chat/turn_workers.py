@@ -30,8 +30,13 @@ TURN_GROUP = "turn:"
 class TurnWorkers:
     """Starts each thread's turn worker on `node` (the chat screen), and ends its turn."""
 
-    def __init__(self, node: DOMNode) -> None:
+    def __init__(
+        self, node: DOMNode, *, answering: Callable[[frozenset[str]], None] = lambda _t: None
+    ) -> None:
+        """`answering`: told the threads whose turn runs and is not being stopped, each time
+        they change."""
         self._node = node
+        self._answering = answering
         # Threads with a turn in flight: a second message there is refused, not queued.
         self.busy: set[str] = set()
         # Threads whose turn a person stopped (esc), until its worker ends.
@@ -54,6 +59,7 @@ class TurnWorkers:
         from shopbot_tui.chat.turn_stream import drive_turn
 
         self.busy.add(thread_id)
+        self._changed()
         self._collector.hold(thread_id)
         self._node.run_worker(
             drive_turn(
@@ -75,6 +81,7 @@ class TurnWorkers:
         """The turn of `thread_id` ended (or never started)."""
         self.busy.discard(thread_id)
         self.stopping.discard(thread_id)
+        self._changed()
         self.replies_so_far.forget(thread_id)
         self._collector.release(thread_id)
 
@@ -85,7 +92,11 @@ class TurnWorkers:
         if not backend.stop_reply(thread_id):  # (its graph is done: only recording is left)
             return False
         self.stopping.add(thread_id)
+        self._changed()
         return True
+
+    def _changed(self) -> None:
+        self._answering(frozenset(self.busy - self.stopping))
 
     def worker_changed(self, event: Worker.StateChanged) -> None:
         """A cancelled or failed turn worker posts no TurnEnded: its turn is over here. One a
