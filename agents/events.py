@@ -215,7 +215,8 @@ class DecisionRefused:
 
 @dataclass(frozen=True)
 class MessageRefused:
-    """A customer message arrived while a question waits for a person: it was not sent."""
+    """A customer message that was not sent: a question waits for a person, or the
+    conversation is another customer's."""
 
     agent: str
     message: str

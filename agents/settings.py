@@ -6,10 +6,11 @@ Imports nothing heavy: the TUI reads settings before LangChain is loaded.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from agents.errors import ConfigurationError
 
@@ -43,6 +44,9 @@ class Settings:
     provider_problem: str | None = None
     # A MISTRAL_API_KEY refused as malformed is still someone's key: redacted all the same.
     refused_key: str | None = field(default=None, repr=False)
+    # SHOPBOT_DATABASE_URL: every store in this PostgreSQL database instead of the home's
+    # SQLite file. It may hold a password: never in repr(), shown only as `database_shown`.
+    database_url: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, *, offline: bool = False, home: Path | None = None) -> Settings:
@@ -67,6 +71,7 @@ class Settings:
             base_url=os.environ.get("MISTRAL_BASE_URL", "").strip() or None,
             provider_problem=problem,
             refused_key=refused,
+            database_url=os.environ.get("SHOPBOT_DATABASE_URL", "").strip() or None,
         )
 
     @property
@@ -86,6 +91,14 @@ class Settings:
         the shop and its refund ledger, and the audit log."""
         return self.home / "shopbot.sqlite"
 
+    @property
+    def database_shown(self) -> str:
+        """Where the data is, as ShopBot shows it: the SQLite file, or the PostgreSQL
+        database as `postgresql://user@host:port/db` (never its password)."""
+        if self.database_url is None:
+            return str(self.database_path)
+        return shown_database_url(self.database_url)
+
     def secrets(self) -> tuple[str, ...]:
         """Values that must be redacted wherever text is stored or shown."""
         found = [key for key in (self.api_key, self.refused_key) if key]
@@ -94,6 +107,7 @@ class Settings:
             found += [password, unquote(password)]
             # httpx sends a URL's userinfo as Basic auth: a proxy's error may echo it bare.
             found.append(_basic_credentials(unquote(user or ""), unquote(password)))
+        found += _database_passwords(self.database_url)
         return tuple(dict.fromkeys(found))
 
 
@@ -140,6 +154,52 @@ def base_url_problem(value: str) -> str | None:
             "from 0 to 65535, if any), e.g. https://api.mistral.ai/v1."
         )
     return None
+
+
+def shown_database_url(url: str) -> str:
+    """`postgresql://user@host:port/db` of a connection URL: no password, no options."""
+    address = database_address(url)
+    if address is None:
+        return "postgresql://(an address that cannot be read)"
+    user, host, port, dbname = address
+    return f"postgresql://{user}@{host}:{port}/{dbname}"
+
+
+def database_address(url: str) -> tuple[str, str, int, str] | None:
+    """(user, host, port, database) of a connection URL, with the defaults libpq uses for
+    what it leaves out (the login name, the local socket, 5432, the user's name); None when
+    it cannot be read."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or 5432
+    except ValueError:
+        return None
+    user = unquote(parts.username or "") or _login_name()
+    host = parts.hostname or "localhost"
+    if ":" in host:
+        host = f"[{host}]"  # IPv6
+    return user, host, port, unquote(parts.path.lstrip("/")) or user
+
+
+def _database_passwords(url: str | None) -> list[str]:
+    """The password of a connection URL, in its userinfo or as `?password=`, as written
+    and decoded."""
+    if not url:
+        return []
+    _user, password = _url_credentials(url)
+    found = [password] if password else []
+    with contextlib.suppress(ValueError):
+        found += parse_qs(urlsplit(url).query).get("password", [])
+    return [form for secret in found for form in (secret, unquote(secret))]
+
+
+def _login_name() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        return "postgres"
 
 
 def _url_credentials(url: str | None) -> tuple[str | None, str | None]:

@@ -6,7 +6,7 @@ import pytest
 
 from agents.safety import redaction
 
-pytest_plugins = ["tests.support.fixtures"]
+pytest_plugins = ["tests.support.fixtures", "tests.support.backends"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,9 +1,10 @@
 """The append-only audit log: what every agent, gate, tool and human decided, and when.
 
-One SQLite file. Triggers make UPDATE and DELETE fail, a trigram FTS5 index (kept in
-sync by a trigger, see audit_search) serves free-text search, and pages are keyed by id, so a
-deep page of 100k events costs what the first one does. Details are redacted before they are
-stored.
+In the home's SQLite file or a PostgreSQL database. Either way the database refuses UPDATE
+and DELETE (triggers), a trigram index serves free-text search (SQLite's FTS5 kept in sync by
+a trigger, see audit/search.py; PostgreSQL's pg_trgm over each event's text, see
+store/postgres/schema.py), and pages are keyed by id, so a deep page of 100k events costs
+what the first one does. Details are redacted before they are stored.
 """
 
 from __future__ import annotations
@@ -24,16 +25,16 @@ from agents.audit.search import (
     INDEX_VERSION,
     REINDEX,
     SEARCH_SCHEMA,
+    Term,
     contains,
     parse_search,
     text_clause,
 )
 from agents.safety.redaction import redact, redact_data
 from agents.safety.text import visible
+from agents.store.database import Location, Store
 from agents.store.sqlite import (
-    SqliteStore,
     apply_schema,
-    fetch_packed,
     storable_text,
     utc_timestamp,
 )
@@ -95,6 +96,11 @@ _SCHEMA_NAMES = tuple(re.findall(r"IF NOT EXISTS (\w+)", "\n".join(_SCHEMA)))
 
 
 INSERT_EVENT = "INSERT INTO events (ts, thread_id, agent, kind, detail) VALUES (?, ?, ?, ?, ?)"
+# The same for many events at once in PostgreSQL (SQLite's is in `_insert_rows`).
+_INSERT_UNNESTED = (
+    "INSERT INTO events (ts, thread_id, agent, kind, detail)"
+    " SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::json[])"
+)
 
 
 def prepared_event(
@@ -168,28 +174,30 @@ class AuditQuery:
     text: str | None = None
 
 
-class AuditLog(SqliteStore):
-    """The audit log in the SQLite file at `path` (thread-safe, multi-process safe)."""
+class AuditLog(Store):
+    """The audit log at `where`: a SQLite file, or a PostgreSQL database (thread-safe,
+    multi-process safe)."""
 
     WHAT = "audit log"
     SCHEMA = _SCHEMA
 
     def __init__(
         self,
-        path: Path,
+        where: Location,
         *,
         secrets: Iterable[str] = (),
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self._indexed = False
-        super().__init__(path)
+        super().__init__(where)
         self._secrets = tuple(s for s in secrets if s)
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._conn.create_function("shopbot_contains", 2, contains, deterministic=True)
-        if not self._indexed:
-            # A log from before the index held what the rows show: index it anew, once
-            # (about 3 s per 100k events; two processes racing here both just rebuild).
-            apply_schema(self._conn, REINDEX, path=path, what=self.WHAT)
+        if self.path is not None:
+            self._sqlite.create_function("shopbot_contains", 2, contains, deterministic=True)
+            if not self._indexed:
+                # A log from before the index held what the rows show: index it anew, once
+                # (about 3 s per 100k events; two processes racing here both just rebuild).
+                apply_schema(self._sqlite, REINDEX, path=self.path, what=self.WHAT)
 
     def _schema_in_place(self) -> bool:
         # Viewers and engines open their connections while another one may be writing: the
@@ -227,9 +235,10 @@ class AuditLog(SqliteStore):
         """Store one event (its detail redacted first) and return it as stored."""
         ts, thread_id, agent, kind, clean = self._prepare(kind, thread_id, agent, detail)
         with self._lock:
-            cursor = self._conn.execute(INSERT_EVENT, (ts, thread_id, agent, kind, _dumps(clean)))
-        assert cursor.lastrowid is not None
-        return AuditEvent(cursor.lastrowid, ts, thread_id, agent, kind, clean)
+            event_id = self._dialect.inserted_id(
+                self._conn, INSERT_EVENT, (ts, thread_id, agent, kind, _dumps(clean))
+            )
+        return AuditEvent(event_id, ts, thread_id, agent, kind, clean)
 
     def flush(self) -> None:
         """Nothing to wait for: `append` stores before it returns (see AuditWriter)."""
@@ -259,6 +268,12 @@ class AuditLog(SqliteStore):
         # per batch lets other processes' appends interleave.
         if not rows:
             return 0
+        if self._dialect.name == "postgres":
+            # The columns as arrays, unnested: one statement, one round trip.
+            with self._lock:
+                columns = [list(column) for column in zip(*rows, strict=True)]
+                self._conn.execute(_INSERT_UNNESTED, columns)
+            return len(rows)
         with self._lock:
             self._conn.execute(
                 "INSERT INTO events (ts, thread_id, agent, kind, detail) "
@@ -275,8 +290,9 @@ class AuditLog(SqliteStore):
             raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
         with self._lock:
             source, params, order = self._plan(query or AuditQuery(), before_id)
-            page = f"SELECT e.* FROM {source} ORDER BY {order} DESC LIMIT ?"  # noqa: S608
-            rows = fetch_packed(self._conn, _EVENT_COLUMNS, page, (*params, limit))
+            columns = ", ".join(f"e.{name}" for name in _EVENT_COLUMNS)
+            page = f"SELECT {columns} FROM {source} ORDER BY {order} DESC LIMIT ?"  # noqa: S608
+            rows = self._rows(_EVENT_COLUMNS, page, (*params, limit))
         # `order` is the event's id either way (f.rowid = e.id): newest first.
         rows.sort(key=lambda row: int(row["id"]), reverse=True)
         return [_event(row) for row in rows]
@@ -297,8 +313,7 @@ class AuditLog(SqliteStore):
     def thread_ids(self) -> list[str]:
         """Threads that have events, the most recently active first."""
         with self._lock:
-            rows = fetch_packed(
-                self._conn,
+            rows = self._rows(
                 ("thread_id", "last"),
                 "SELECT thread_id, max(id) AS last FROM events WHERE thread_id IS NOT NULL "
                 "GROUP BY thread_id",
@@ -333,6 +348,27 @@ class AuditLog(SqliteStore):
         """`FROM ... WHERE ...`, its parameters, and the id column to order by (lock held)."""
         clauses, params = _structured(query)
         terms = parse_search(query.text or "")
+        if self._dialect.name == "postgres":
+            # Each event's own text, through the trigram index or not, as the planner sees fit.
+            if terms:
+                from agents.store.postgres.search import postgres_text_clause
+
+                search, text_params = postgres_text_clause(terms)
+                clauses.append(search)
+                params.extend(text_params)
+            order, source = "e.id", "events e"
+        else:
+            order, source = self._fts_plan(clauses, params, terms)
+        if before_id is not None:
+            clauses.append(f"{order} < ?")
+            params.append(before_id)
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        return source + where, params, order
+
+    def _fts_plan(
+        self, clauses: list[str], params: list[Any], terms: list[Term]
+    ) -> tuple[str, str]:
+        """SQLite's FTS5 search: its clauses added, the id column to order by and the source."""
         # Free text: walk the FTS index in rowid order (a page stops after `limit` hits), unless
         # the other filters leave few rows: then test just those rows' text. Either way alone
         # has a 100 ms case: a common word within a rare kind, a rare word within a common one.
@@ -348,11 +384,7 @@ class AuditLog(SqliteStore):
                 source = "events_fts f JOIN events e ON e.id = f.rowid"
                 clauses.append(search)
             params.extend(text_params)
-        if before_id is not None:
-            clauses.append(f"{order} < ?")
-            params.append(before_id)
-        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-        return source + where, params, order
+        return order, source
 
     def _rows_matching(self, clauses: list[str], params: list[Any]) -> int:
         # Indexed (thread, kind, ts): about a millisecond even over 100k events.

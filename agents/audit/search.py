@@ -35,8 +35,8 @@ MAX_TERMS = 100
 # Matching a phrase (FTS5) or a LIKE pattern costs its length times the row's on repetitive
 # text: a pasted 60,000-character term took minutes. The index looks for a long term's start
 # only, and a long needle is confirmed with Python's `in`, which is linear.
-_MAX_PHRASE_CHARS = 64
-_MAX_LIKE_CHARS = 100
+MAX_PHRASE_CHARS = 64
+MAX_LIKE_CHARS = 100
 
 # A value as the row shows it. JSON text for objects and arrays is the stored text (Python's
 # compact dump, as the summary prints it); a real is SQLite's 15 significant digits, which
@@ -147,7 +147,7 @@ def text_clause(terms: Sequence[Term], *, index: bool) -> tuple[str, list[str]]:
         clauses.append("events_fts MATCH ?")
         params.append(" AND ".join(_fts_term(term) for term in indexed))
     for term in terms:
-        if term not in indexed or max(map(len, term)) > _MAX_PHRASE_CHARS:
+        if term not in indexed or max(map(len, term)) > MAX_PHRASE_CHARS:
             predicates = [_scan_predicate(needle) for needle in term]
             clauses.append(_any_of([sql for sql, _ in predicates]))
             params.extend(param for _, param in predicates)
@@ -155,15 +155,15 @@ def text_clause(terms: Sequence[Term], *, index: bool) -> tuple[str, list[str]]:
 
 
 def _fts_term(term: Term) -> str:
-    starts = [needle[:_MAX_PHRASE_CHARS] for needle in term]
+    starts = [needle[:MAX_PHRASE_CHARS] for needle in term]
     phrases = ['"' + start.replace('"', '""') + '"' for start in starts]
     return phrases[0] if len(phrases) == 1 else "(" + " OR ".join(phrases) + ")"
 
 
 def _scan_predicate(needle: str) -> tuple[str, str]:
-    if needle.isascii() and len(needle) <= _MAX_LIKE_CHARS:
+    if needle.isascii() and len(needle) <= MAX_LIKE_CHARS:
         # LIKE folds ASCII case only, which is all an ASCII needle needs.
-        return "f.body LIKE ? ESCAPE '\\'", f"%{_like_escaped(needle)}%"
+        return "f.body LIKE ? ESCAPE '\\'", f"%{like_escaped(needle)}%"
     return "shopbot_contains(f.body, ?)", needle.casefold()
 
 
@@ -171,7 +171,7 @@ def _any_of(predicates: list[str]) -> str:
     return predicates[0] if len(predicates) == 1 else "(" + " OR ".join(predicates) + ")"
 
 
-def _like_escaped(text: str) -> str:
+def like_escaped(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from agents.store.sqlite import StorageError, is_busy
 
 if TYPE_CHECKING:
     from agents.audit.log import AuditLog
+    from agents.store.database import Location
 
 T = TypeVar("T")
 
@@ -27,7 +27,7 @@ class AuditConnections:
     """`run(role, work)` from any thread; `close()` once. A connection is closed only when no
     query is using it (workers of a viewer closed meanwhile may still be in one)."""
 
-    def __init__(self, path: Path, *, before_open: Callable[[], object] | None = None) -> None:
+    def __init__(self, path: Location, *, before_open: Callable[[], object] | None = None) -> None:
         """`before_open`: a check run (in the worker) before each connection opens, raising
         what the viewer should say instead (an emptied log, which opening would fill anew)."""
         self.path = path

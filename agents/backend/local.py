@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TextIO, TypeVar
 from agents.backend.audit_connections import AuditConnections
 from agents.reviewer import Reviewer
 from agents.settings import Settings
-from agents.store.home import checked_home
+from agents.store.database import checked_database, location_of
 
 if TYPE_CHECKING:
     from agents.audit.log import AuditEvent, AuditQuery
@@ -63,9 +63,10 @@ class LocalBackend:
         self._registry: ThreadRegistry | None = None
         self._registry_lock = threading.Lock()
         self._audit = AuditConnections(
-            settings.database_path,
-            # A database found missing where the home held data is refused, not made anew.
-            before_open=partial(checked_home, settings.home),
+            location_of(settings),
+            # A home's database found missing where it held data is refused, not made anew;
+            # PostgreSQL's is reached first.
+            before_open=partial(checked_database, settings),
         )
 
     # --- the backend's own ---------------------------------------------------------------
@@ -126,7 +127,7 @@ class LocalBackend:
             if self._registry is None:
                 from agents.store.threads import ThreadRegistry
 
-                self._registry = ThreadRegistry(checked_home(self.settings.home))
+                self._registry = ThreadRegistry(checked_database(self.settings))
             return self._registry
 
     async def _off_loop(self, work: Callable[[ThreadRegistry], T]) -> T:
@@ -207,7 +208,7 @@ class LocalBackend:
         from agents.store.escalations import mark_handled
         from agents.store.threads import validate_thread_id
 
-        with AuditLog(checked_home(self.settings.home)) as log:
+        with AuditLog(checked_database(self.settings)) as log:
             return mark_handled(self._threads(), log, validate_thread_id(thread_id), self._reviewer)
 
     # --- drafts --------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from agents.events import (
     ReplyDone,
     StepChanged,
 )
+from agents.graph.admission import RunRefused, answer_in
 from agents.graph.context import ShopContext
 from agents.graph.history import latest_customer_words, tool_answer
 from agents.graph.replies import COMPLAINT_DECISIONS, REFUND_DECISIONS
@@ -223,37 +224,26 @@ async def decision_waits(state: ShopState, runtime: Runtime[ShopContext]) -> Com
 
 
 def read_answer(value: object, payload: Mapping[str, Any]) -> tuple[str | None, str]:
-    """(the decision among the payload's options, "") or (None, why the answer is refused)."""
-    request: object = None
-    message = ""
-    if isinstance(value, Mapping) and "decisions" in value:
-        decisions = value.get("decisions")
-        if (
-            not isinstance(decisions, list)
-            or len(decisions) != 1
-            or not isinstance(decisions[0], Mapping)
-        ):
-            return None, "a human-in-the-loop response answers with exactly one decision"
-        kind = decisions[0].get("type")
-        message = str(decisions[0].get("message") or "")
-        if kind in ("approve", "reject"):
-            value = kind
-        elif kind == "respond":
-            value = message
-        else:
-            return None, f"a decision of type {kind!r} is not taken here (approve, reject, respond)"
-    elif isinstance(value, Mapping):
-        request = value.get("request_id")
-        value = value.get("decision")
-    if not isinstance(value, str):
-        return None, "a decision is one of the options, as text"
-    if request is not None and str(request).strip() != payload.get("request_id"):
+    """(the decision among the payload's options, "") or (None, why the answer is refused):
+    read as the run-creation check reads it (admission.py), for a runtime that did not ask
+    that check first."""
+    try:
+        answer = answer_in(value)
+    except RunRefused as exc:
+        return None, _as_clause(str(exc))
+    request = answer.request_id
+    if request is not None and request != payload.get("request_id"):
         return None, f"it answers request {request}, and request {payload.get('request_id')} waits"
-    choice = value.strip().lower()
+    choice = answer.choice.strip().lower()
     options = [str(o) for o in payload.get("options", ())]
     if choice not in options:
-        return None, f"{redact(value.strip())[:80]!r} is not one of: {', '.join(options)}"
+        return None, f"{redact(answer.choice.strip())[:80]!r} is not one of: {', '.join(options)}"
     return choice, ""
+
+
+def _as_clause(sentence: str) -> str:
+    """ "A decision is ...." as the end of another sentence: "a decision is ..."."""
+    return (sentence[:1].lower() + sentence[1:]).rstrip(".")
 
 
 def _ask_again(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -87,8 +88,12 @@ async def route_turn(state: ShopState) -> str:
 
 
 async def route_begun(state: ShopState) -> str:
-    """To the active specialist, after a summary if the history is long."""
-    return "summarise" if summary_cut(state["messages"]) else active_agent(state)
+    """To the active specialist, after a summary if the history is long; nowhere when the
+    turn has no customer message left to answer (begin_turn refused it)."""
+    messages = state["messages"]
+    if not messages or not isinstance(messages[-1], HumanMessage):
+        return END
+    return "summarise" if summary_cut(messages) else active_agent(state)
 
 
 async def end_turn(state: ShopState) -> dict[str, Any]:
@@ -111,7 +116,7 @@ def build_graph(model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any] | N
     graph.add_node(DECISION_WAITS, decision_waits, destinations=(AWAIT_DECISION,))
     graph.add_node("end_turn", end_turn)
     graph.add_conditional_edges(START, route_turn, [BEGIN_TURN, DECISION_WAITS])
-    graph.add_conditional_edges(BEGIN_TURN, route_begun, ["summarise", *AGENTS])
+    graph.add_conditional_edges(BEGIN_TURN, route_begun, ["summarise", *AGENTS, END])
     graph.add_edge(ASK_DECISION, AWAIT_DECISION)
     graph.add_edge("end_turn", END)
     # The hard brake behind the soft ones, part of the graph: it holds under any runtime.

@@ -17,6 +17,9 @@ class ShopState(TypedDict, total=False):
 
     messages: Annotated[list[AnyMessage], add_messages]
     active_agent: str
+    # The conversation's customer, as its first turn's session named them: a later run for
+    # another customer is refused (turn_start.py), whatever runtime delivers it.
+    customer: str | None
     # Survives summarisation: older messages are folded into `summary`, never these fields.
     summary: str
     order_id: str

@@ -6,16 +6,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, RemoveMessage
 from langgraph.runtime import Runtime
 
+from agents.events import MessageRefused
 from agents.graph.context import ShopContext
 from agents.graph.history import CUSTOMER_LINE_PREFIX, text_of
+from agents.graph.reporting import report
 from agents.graph.services import turn
 from agents.graph.state import ShopState
+from agents.names import DEFAULT_AGENT
 from agents.safety.redaction import redact
 
 BEGIN_TURN = "begin_turn"
+
+
+def other_customer_text(thread_id: str, known: str, given: str) -> str:
+    """Why a message for `given` is refused on a conversation of `known`'s."""
+    return f"Thread {thread_id} belongs to customer {known}; start a new thread for {given}."
 
 
 async def begin_turn(state: ShopState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
@@ -29,6 +37,22 @@ async def begin_turn(state: ShopState, runtime: Runtime[ShopContext]) -> dict[st
     latest = next((m for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), None)
     if latest is None:
         return update
+    stored = state.get("customer")
+    if this.customer and stored and this.customer.casefold() != stored.casefold():
+        # Another customer's session on this conversation: their orders and its history
+        # must not meet. Taken back out, said, and the turn ends (parent.py routes it).
+        said = other_customer_text(this.thread_id, stored, this.customer)
+        agent = state.get("active_agent") or DEFAULT_AGENT
+        report(
+            runtime,
+            MessageRefused(agent, said),
+            kind="message_refused",
+            agent=agent,
+            detail={"reason": "another customer's conversation", "customer": this.customer},
+        )
+        return {"messages": [RemoveMessage(id=latest.id)]} if latest.id else {}
+    if this.customer and not stored:
+        update["customer"] = this.customer
     text = text_of(latest)
     if this.thread_id and not (latest.id or "").startswith(CUSTOMER_LINE_PREFIX):
         # A pasted key never reaches the transcript, the model or a later checkpoint (the

@@ -14,7 +14,6 @@ from functools import partial
 from types import TracebackType
 from typing import Any
 
-import aiosqlite
 import httpx
 from langchain_core.language_models import BaseChatModel
 from langgraph.errors import GraphRecursionError
@@ -41,12 +40,14 @@ from agents.events import (
     from_wire,
     outcome,
 )
+from agents.graph import admission
 from agents.graph.context import RetryBudget, ShopContext
 from agents.graph.parent import build_graph
 from agents.graph.replies import LIMIT_REACHED, TURN_FAILED_NOTE
 from agents.graph.reporting import transcribe
 from agents.graph.services import REVIEWER_KEY, SERVICES_KEY, Services
 from agents.graph.specialists.spec import RECURSION_LIMIT
+from agents.graph.turn_start import other_customer_text
 from agents.models.factory import make_model
 from agents.refund_limits import RefundLimits, load_refund_limits
 from agents.reviewer import Reviewer
@@ -58,13 +59,13 @@ from agents.runner.turn_closing import (
 )
 from agents.runner.turn_guard import TurnGuard
 from agents.runner.turn_recovery import TurnRecovery
-from agents.safety.redaction import redact, register_secret
-from agents.safety.text import MessageRejected, clean_message, person_name, quoted
+from agents.safety.redaction import register_secret
+from agents.safety.text import MessageRejected, person_name
 from agents.safety.trace_privacy import keep_secrets_out_of_traces
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
-from agents.store.checkpoints import open_checkpoints
+from agents.store.checkpoints import Closable, open_checkpoints
+from agents.store.database import checked_database
 from agents.store.escalations import Escalation, mark_handled
-from agents.store.home import checked_home
 from agents.store.shop import ShopData
 from agents.store.threads import (
     ChatLine,
@@ -99,7 +100,7 @@ class ShopBotEngine:
             silence_timeout=self.retry.silence_timeout,
             offline_token_delay=offline_token_delay,
         )
-        self._connection: aiosqlite.Connection | None = None
+        self._connection: Closable | None = None
         self.graph: Any = None
         self.limits = RefundLimits()
 
@@ -126,7 +127,7 @@ class ShopBotEngine:
             # The graph's transcript lines and turn ends go through it too, in order with
             # its audit events, off the event loop.
             self._recorder = AuditWriter(self._audit_log, threads=self.threads)
-            self._connection, self._saver = await open_checkpoints(self.settings.database_path)
+            self._connection, self._saver = await open_checkpoints(self._where)
         except BaseException:
             await self.aclose()  # whatever did open is closed again
             raise
@@ -150,13 +151,14 @@ class ShopBotEngine:
             log.exception("closing turns left by a process that died failed")
 
     def _open_stores(self) -> None:
-        """The thread registry, the shop and the audit log, in the home's one database (found
-        missing where the home held data, it is refused before anything is made); each one is
-        set as soon as it is open, so `aclose` closes whatever did open."""
-        path = checked_home(self.settings.home)
-        self.threads = ThreadRegistry(path)
-        self.shop = ShopData(path)
-        self._audit_log = AuditLog(path, secrets=self.settings.secrets())
+        """The thread registry, the shop and the audit log, in the deployment's one database
+        (the home's, found missing where the home held data, is refused before anything is
+        made; PostgreSQL's is reached first); each one is set as soon as it is open, so
+        `aclose` closes whatever did open."""
+        self._where = where = checked_database(self.settings)
+        self.threads = ThreadRegistry(where)
+        self.shop = ShopData(where)
+        self._audit_log = AuditLog(where, secrets=self.settings.secrets())
 
     async def aclose(self) -> None:
         """Close everything that was opened; one failure does not keep the rest open."""
@@ -330,22 +332,15 @@ class ShopBotEngine:
         self, thread_id: str, text: str, *, customer: str | None
     ) -> AsyncGenerator[EngineEvent, None]:
         thread_id = self._valid_thread_id(thread_id)
-        try:
+        # The run-creation check a server makes too (admission.py): the same refusals.
+        with _refusals_as_errors(None):
             # A pasted key or token never enters the conversation, the model or any store.
-            message = redact(clean_message(text))
-        except MessageRejected as exc:
-            raise InputError(str(exc)) from exc
+            message = admission.check_message_text(text)
         customer = self._customer_for(thread_id, customer)
         async with self._guard.turn(thread_id):
             agent, pending = await self._recovery.where_it_stands(thread_id)
-            if pending is not None:
-                what = pending.kind.replace("_", " ")
-                raise DecisionPending(
-                    f"Thread {thread_id} is waiting for a decision ({what}: "
-                    f"{', '.join(pending.options)}). Answer it first, e.g. "
-                    f"`shopbot resume {thread_id} {pending.options[0]}`; nothing was sent.",
-                    pending,
-                )
+            with _refusals_as_errors(pending):
+                admission.check_no_decision_waits(thread_id, _waiting(pending))
             # Written here, not by the graph: a process killed before its run saved anything
             # still shows the message, and the next turn gives it to the model (its line's id
             # names it in the conversation; turn_recovery.py).
@@ -361,32 +356,17 @@ class ShopBotEngine:
         # (Typed as text, but this is where callers' values come in: a wrong type is their
         # input error, not an AttributeError from deep inside.)
         if not isinstance(decision, str) or not isinstance(asked, str | None):
-            raise InputError("A decision and the request it answers are given as text.")
+            raise InputError(admission.NOT_TEXT)
         info = self.threads.get(thread_id)
         if info is None:
             raise InputError(f"Unknown thread {thread_id!r}: `shopbot threads` lists them.")
         async with self._guard.turn(thread_id):
             before = await self._stored.snapshot(thread_id)
             pending = self._stored.pending(thread_id, before)
-            if pending is None:
-                raise NothingPending(
-                    f"Thread {thread_id} has no decision pending; nothing to resume."
-                )
-            if asked is not None and asked.strip() != pending.request_id:
-                # Answered and asked anew meanwhile (another window, `shopbot`): "approve"
-                # was said of another refund, perhaps of another order.
-                raise DecisionPending(
-                    f"Thread {thread_id} now waits for another decision than the one "
-                    "answered; nothing was decided.",
-                    pending,
-                )
-            choice = decision.strip().lower()
-            if choice not in pending.options:
-                what = pending.kind.replace("_", " ")
-                raise InputError(
-                    f"{quoted(redact(decision.strip()))} is not an option for this {what}; "
-                    f"choose one of: {', '.join(pending.options)}."
-                )
+            answer = decision if asked is None else {"decision": decision, "request_id": asked}
+            with _refusals_as_errors(pending):
+                choice = admission.check_decision(thread_id, answer, _waiting(pending)).choice
+            assert pending is not None, "a decision is admitted only while one waits"
             if problem := self.may_not_decide(pending, reviewer):
                 # (The graph refuses it too; said here, before anything runs.)
                 raise NotAuthorised(
@@ -427,10 +407,7 @@ class ShopBotEngine:
         info = self.threads.get(thread_id)
         known = info.customer if info else None
         if customer and known and customer.casefold() != known.casefold():
-            raise InputError(
-                f"Thread {thread_id} belongs to customer {known}; "
-                f"start a new thread for {customer}."
-            )
+            raise InputError(other_customer_text(thread_id, known, customer))
         if customer and info is not None and known is None and info.turns > 0:
             # Named now, its anonymous messages would read as theirs (the transcript, the
             # export), and what it showed unchecked by the ownership gate as shown to them.
@@ -626,6 +603,30 @@ class _RunWatch:
         if (said := _failure_said(event)) is not None:
             self.failure, self.failure_streamed = said, said is event
         return self.done is not None or self.paused
+
+
+def _waiting(pending: ApprovalRequest | None) -> dict[str, Any] | None:
+    """The question as the run-creation check reads it (with the ledger's options)."""
+    if pending is None:
+        return None
+    return {
+        "kind": pending.kind,
+        "options": list(pending.options),
+        "request_id": pending.request_id,
+    }
+
+
+@contextmanager
+def _refusals_as_errors(pending: ApprovalRequest | None) -> Iterator[None]:
+    """A run refused before it starts, as the errors the fronts tell a person about."""
+    try:
+        yield
+    except admission.RunRefused as exc:
+        if exc.reason == "nothing_pending":
+            raise NothingPending(str(exc)) from None
+        if exc.reason in ("decision_pending", "other_request"):
+            raise DecisionPending(str(exc), pending) from None
+        raise InputError(str(exc)) from None
 
 
 def _failure_said(event: EngineEvent) -> TurnFailed | None:

@@ -1,4 +1,5 @@
-"""The conversation store: LangGraph's async SQLite saver, opened with our checks, and pruned.
+"""The conversation store: LangGraph's async SQLite saver, opened with our checks, and pruned
+(in PostgreSQL, LangGraph's saver for it: agents/store/postgres/checkpoints.py).
 
 Every turn stores the whole state again (the history, until summarised), so a thread's
 superseded checkpoints would grow the file by ~10 kB a turn forever. Nothing reads them: a
@@ -13,7 +14,7 @@ import asyncio
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aiosqlite
 from langchain_core.runnables import RunnableConfig
@@ -26,6 +27,11 @@ from agents.store.sqlite import (
     open_database,
     unusable_text,
 )
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    from agents.store.database import Location
 
 # Of each table, all rows but those of the latest checkpoint per namespace (`keep_latest`);
 # `writes` first, as its rows are found through the checkpoints that stay.
@@ -118,10 +124,28 @@ class PrunedSqliteSaver(AsyncSqliteSaver):
             conn.close()
 
 
+class Closable(Protocol):
+    """What holds a saver's connections (aiosqlite's connection, psycopg's pool)."""
+
+    async def close(self) -> None: ...
+
+
 async def open_checkpoints(
+    where: Location, what: str = "ShopBot database"
+) -> tuple[Closable, BaseCheckpointSaver[Any]]:
+    """The saver at `where` on connections of its own (closed by the caller), or a
+    `StorageError`: the home's SQLite file, or PostgreSQL (agents/store/postgres/)."""
+    if not isinstance(where, Path):
+        from agents.store.postgres.checkpoints import open_postgres_checkpoints
+
+        return await open_postgres_checkpoints(where)
+    return await open_sqlite_checkpoints(where, what)
+
+
+async def open_sqlite_checkpoints(
     path: Path, what: str = "ShopBot database"
 ) -> tuple[aiosqlite.Connection, PrunedSqliteSaver]:
-    """The saver on its own connection (closed by the caller), or a `StorageError`."""
+    """The SQLite saver on its own connection (closed by the caller), or a `StorageError`."""
     # The checks every ShopBot store gets (WAL, busy waits, damaged or locked, said
     # clearly), run once before LangGraph's own async connection opens; off the event loop,
     # as they may wait for another process's lock.

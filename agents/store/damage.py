@@ -1,4 +1,5 @@
-"""Whether the database is damaged, when SQLite (or a stored state) fails after it opened.
+"""Whether the database is damaged, when SQLite (or a stored state) fails after it opened
+(and, in PostgreSQL, what failed: agents/store/postgres/errors.py).
 
 Opening checks only the first page of the file; damage further in shows up in the middle of
 a query as a bare "database disk image is malformed" that names no file. Then the file gets
@@ -10,10 +11,14 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agents.settings import Settings
 from agents.store.home import WHAT
 from agents.store.sqlite import StorageError, damaged_text, is_damage
+
+if TYPE_CHECKING:
+    from agents.store.database import Location
 
 
 def quick_check(path: Path) -> str | None:
@@ -37,33 +42,55 @@ def quick_check(path: Path) -> str | None:
 
 
 def damaged_database(settings: Settings) -> StorageError | None:
-    """The database named as damaged, with what SQLite found; None when it is sound."""
+    """The database named as damaged, with what SQLite found; None when it is sound (or
+    is PostgreSQL's, which says what fails itself)."""
+    if settings.database_url is not None:
+        return None
     path = settings.database_path
     problem = quick_check(path)
     return StorageError(damaged_text(WHAT, path, problem)) if problem is not None else None
 
 
 def diagnose_storage(settings: Settings, exc: BaseException) -> StorageError | None:
-    """A `StorageError` naming the damaged stores behind `exc`, if it is damage."""
+    """A `StorageError` naming the damaged stores behind `exc`, if it is damage (or, in
+    PostgreSQL, a failure of the database itself: lost, full, a privilege missing)."""
+    if type(exc).__module__.startswith(("psycopg", "psycopg_pool")):
+        return _postgres_failure(settings, exc)
     return damaged_database(settings) if is_damage(exc) else None
+
+
+def _postgres_failure(settings: Settings, exc: BaseException) -> StorageError | None:
+    from psycopg_pool import PoolTimeout
+
+    from agents.store.postgres.errors import session_failure
+
+    if isinstance(exc, PoolTimeout):
+        return StorageError(
+            f"The {WHAT} {settings.database_shown} did not give a connection in time ({exc}). "
+            "Try again once PostgreSQL answers."
+        )
+    user = settings.database_shown.removeprefix("postgresql://").partition("@")[0]
+    return session_failure(settings.database_shown, user, exc)
 
 
 def unreadable_thread(settings: Settings, thread_id: str, exc: BaseException) -> StorageError:
     """A thread whose stored state cannot be read back. The file may be sound and only this
     state damaged: then the rest of ShopBot goes on, and only this conversation cannot."""
-    path = settings.database_path
-    if (problem := quick_check(path)) is not None:
-        return StorageError(damaged_text(WHAT, path, problem))
+    if settings.database_url is None:
+        path = settings.database_path
+        if (problem := quick_check(path)) is not None:
+            return StorageError(damaged_text(WHAT, path, problem))
     return StorageError(
-        f"The stored state of conversation {thread_id} in the {WHAT} at {path} "
+        f"The stored state of conversation {thread_id} in the {WHAT} at "
+        f"{settings.database_shown} "
         f"cannot be read ({type(exc).__name__}: {exc}); ShopBot left it as it is, and its "
         "transcript and audit events are kept. Start a new conversation."
     )
 
 
-def file_failure_text(what: str, path: Path, exc: BaseException) -> str:
+def file_failure_text(what: str, path: Location, exc: BaseException) -> str:
     """`failure_text` for a front that reads one store only (the audit viewer)."""
-    if is_damage(exc) and (problem := quick_check(path)) is not None:
+    if isinstance(path, Path) and is_damage(exc) and (problem := quick_check(path)) is not None:
         return damaged_text(what, path, problem)
     return str(exc) or type(exc).__name__
 

@@ -8,14 +8,13 @@ records with their name. A conversation escalated again while open keeps its fir
 from __future__ import annotations
 
 import builtins
-import sqlite3
-import threading
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from agents.reviewer import Reviewer
 from agents.safety.redaction import redact
-from agents.store.sqlite import immediate_transaction, storable_text, utc_timestamp
+from agents.store.database import Store
+from agents.store.sqlite import storable_text, utc_timestamp
 
 if TYPE_CHECKING:
     from agents.audit.writer import AuditSink
@@ -41,17 +40,14 @@ class Escalation:
         return asdict(self)
 
 
-class EscalationQueue:
-    """The thread registry's escalations (mixed into `ThreadRegistry`, whose connection and
+class EscalationQueue(Store):
+    """The thread registry's escalations (a part of `ThreadRegistry`, whose connection and
     lock they use)."""
-
-    _lock: threading.Lock
-    _conn: sqlite3.Connection
 
     def escalate(self, thread_id: str, *, agent: str | None, reason: str) -> None:
         """`thread_id` needs a person, for `reason` (it stays so until `close_escalation`)."""
         reason = redact(storable_text(reason))
-        with self._lock, immediate_transaction(self._conn) as conn:
+        with self._lock, self._transaction() as conn:
             conn.execute(
                 "INSERT INTO escalations VALUES (?, ?, ?, ?) ON CONFLICT(thread_id)"
                 " DO UPDATE SET agent = excluded.agent, reason = excluded.reason",
@@ -67,7 +63,7 @@ class EscalationQueue:
     def close_escalation(self, thread_id: str) -> Escalation | None:
         """The escalation taken off the queue, or None if it was not open (closed meanwhile
         by another window or command). `mark_handled` also says who, where it must."""
-        with self._lock, immediate_transaction(self._conn) as conn:
+        with self._lock, self._transaction() as conn:
             row = conn.execute(
                 "DELETE FROM escalations WHERE thread_id = ? RETURNING *", (thread_id,)
             ).fetchone()
@@ -93,5 +89,5 @@ def escalation_handled_note(reviewer: Reviewer) -> str:
     return f"escalation handled by {reviewer.name} ({reviewer.via})"
 
 
-def _escalation(row: sqlite3.Row) -> Escalation:
+def _escalation(row: Any) -> Escalation:
     return Escalation(row["thread_id"], row["since"], row["agent"], row["reason"])

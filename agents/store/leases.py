@@ -2,8 +2,9 @@
 window, `shopbot chat`): a lease per thread in the thread registry's database.
 
 Two processes answering on one thread would fork its checkpoints: a turn starts only with
-its thread's lease, and a lease whose process is gone (same host) or that outlived
-`LEASE_SECONDS` is taken over.
+its thread's lease. In the SQLite file a lease is a row, and one whose process is gone (same
+host) or that outlived `LEASE_SECONDS` is taken over; in PostgreSQL it is an advisory lock
+(agents/store/postgres/leases.py), which the server frees when its process's connection ends.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Protocol
 
 from agents.store.sqlite import immediate_transaction
 
@@ -28,16 +30,69 @@ LEASES_SCHEMA = """CREATE TABLE IF NOT EXISTS turn_leases (
 LEASE_SECONDS = 600.0
 
 
-class TurnLeases:
-    """The thread registry's turn leases (mixed into `ThreadRegistry`, whose connection and
-    lock they use: one file, one writer at a time)."""
+class LeaseBook(Protocol):
+    """Where a store keeps its turn leases: a table here (`LeaseTable`), advisory locks in
+    PostgreSQL (agents/store/postgres/leases.py)."""
 
-    _lock: threading.Lock
-    _conn: sqlite3.Connection
+    # Every thread with its lease, if any, as `lease_host`, `lease_pid`, `lease_expires`
+    # (no lease, or none alive: `lease_alive` says False of them).
+    listing: str
+
+    def claim(self, thread_id: str, owner: str) -> bool: ...
+
+    def holder(self, thread_id: str, owner: str) -> tuple[str, int] | None: ...
+
+    def renew(self, thread_id: str, owner: str) -> bool: ...
+
+    def release(self, thread_id: str, owner: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class TurnLeases:
+    """The thread registry's turn leases (mixed into `ThreadRegistry`, which picks where
+    they are kept)."""
+
+    _leases: LeaseBook
 
     def claim_turn(self, thread_id: str, owner: str) -> bool:
         """Take the thread's turn lease for `owner`; False when another live process holds it
         (a lease of a process gone, or expired, is taken over)."""
+        return self._leases.claim(thread_id, owner)
+
+    def turn_held_elsewhere(self, thread_id: str, owner: str) -> bool:
+        """Whether a live lease of another owner than `owner` holds the thread's turn (a
+        window reading it then must not take its stored state as final)."""
+        return self.turn_holder(thread_id, owner) is not None
+
+    def turn_holder(self, thread_id: str, owner: str) -> tuple[str, int] | None:
+        """(host, pid) of the live lease of another owner than `owner` on the thread's
+        turn, if any: who a refusal names."""
+        return self._leases.holder(thread_id, owner)
+
+    def renew_turn(self, thread_id: str, owner: str) -> bool:
+        """Push `owner`'s lease another `LEASE_SECONDS` on; False when it is not theirs."""
+        return self._leases.renew(thread_id, owner)
+
+    def release_turn(self, thread_id: str, owner: str) -> None:
+        self._leases.release(thread_id, owner)
+
+
+class LeaseTable:
+    """Leases as rows of the SQLite file's `turn_leases`, written under the registry's lock
+    and connection (one file, one writer at a time)."""
+
+    listing = (
+        "SELECT threads.*, turn_leases.host AS lease_host, turn_leases.pid AS lease_pid,"
+        " turn_leases.expires_at AS lease_expires FROM threads LEFT JOIN turn_leases"
+        " USING (thread_id)"
+    )
+
+    def __init__(self, lock: threading.Lock, conn: sqlite3.Connection) -> None:
+        self._lock = lock
+        self._conn = conn
+
+    def claim(self, thread_id: str, owner: str) -> bool:
         host, now = socket.gethostname(), time.time()
         with self._lock, immediate_transaction(self._conn) as conn:
             row = conn.execute(
@@ -52,14 +107,7 @@ class TurnLeases:
             )
         return True
 
-    def turn_held_elsewhere(self, thread_id: str, owner: str) -> bool:
-        """Whether a live lease of another owner than `owner` holds the thread's turn (a
-        window reading it then must not take its stored state as final)."""
-        return self.turn_holder(thread_id, owner) is not None
-
-    def turn_holder(self, thread_id: str, owner: str) -> tuple[str, int] | None:
-        """(host, pid) of the live lease of another owner than `owner` on the thread's
-        turn, if any: who a refusal names."""
+    def holder(self, thread_id: str, owner: str) -> tuple[str, int] | None:
         with self._lock:
             row = self._conn.execute(
                 "SELECT host, pid, owner, expires_at FROM turn_leases WHERE thread_id = ?",
@@ -73,8 +121,7 @@ class TurnLeases:
             return None
         return str(row["host"]), int(row["pid"])
 
-    def renew_turn(self, thread_id: str, owner: str) -> bool:
-        """Push `owner`'s lease another `LEASE_SECONDS` on; False when it is not theirs."""
+    def renew(self, thread_id: str, owner: str) -> bool:
         with self._lock, immediate_transaction(self._conn) as conn:
             renewed = conn.execute(
                 "UPDATE turn_leases SET expires_at = ? WHERE thread_id = ? AND owner = ?",
@@ -82,11 +129,14 @@ class TurnLeases:
             )
             return renewed.rowcount == 1
 
-    def release_turn(self, thread_id: str, owner: str) -> None:
+    def release(self, thread_id: str, owner: str) -> None:
         with self._lock, immediate_transaction(self._conn) as conn:
             conn.execute(
                 "DELETE FROM turn_leases WHERE thread_id = ? AND owner = ?", (thread_id, owner)
             )
+
+    def close(self) -> None:
+        """Nothing of its own to close (the registry closes the connection)."""
 
 
 def _live(lease: sqlite3.Row, host: str, now: float) -> bool:

@@ -8,18 +8,13 @@ all get the existing refund back instead of a second payment.
 from __future__ import annotations
 
 import secrets
-import sqlite3
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from pathlib import Path
 from typing import Any
 
 from agents.audit.log import INSERT_EVENT, event_values, prepared_event
-from agents.store.sqlite import (
-    SqliteStore,
-    immediate_transaction,
-    utc_timestamp,
-)
+from agents.store.database import Location, Store
+from agents.store.sqlite import utc_timestamp
 
 
 @dataclass(frozen=True)
@@ -156,14 +151,15 @@ class OrderIds:
         return isinstance(order_id, str) and self._shop.has_order(order_id)
 
 
-class ShopData(SqliteStore):
-    """Orders and the refund ledger in the SQLite file at `path` (thread-safe)."""
+class ShopData(Store):
+    """Orders and the refund ledger at `where`: a SQLite file, or a PostgreSQL database
+    (thread-safe)."""
 
     WHAT = "shop data"
     SCHEMA = _SCHEMA
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
+    def __init__(self, where: Location) -> None:
+        super().__init__(where)
         self._seed()
 
     def _seed(self) -> None:
@@ -172,17 +168,19 @@ class ShopData(SqliteStore):
         with self._lock:
             if self._conn.execute("SELECT 1 FROM meta WHERE key = 'seeded'").fetchone():
                 return
-        with self._lock, immediate_transaction(self._conn) as conn:
+        with self._lock, self._transaction() as conn:
             if conn.execute("SELECT 1 FROM meta WHERE key = 'seeded'").fetchone():
                 return
-            conn.executemany(
-                "INSERT OR IGNORE INTO orders VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (o.order_id, o.customer, o.product, o.status, to_cents(o.amount), o.delivery)
-                    for o in DEMO_ORDERS
-                ],
+            for o in DEMO_ORDERS:
+                conn.execute(
+                    "INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (o.order_id, o.customer, o.product, o.status, to_cents(o.amount), o.delivery),
+                )
+            # (No conflict in SQLite, whose transaction has the file to itself; in PostgreSQL
+            # another process may be seeding the same shop at this moment.)
+            conn.execute(
+                "INSERT INTO meta VALUES ('seeded', ?) ON CONFLICT DO NOTHING", (utc_timestamp(),)
             )
-            conn.execute("INSERT INTO meta VALUES ('seeded', ?)", (utc_timestamp(),))
 
     def _orders(self, where: str, params: tuple[Any, ...]) -> list[Order]:
         with self._lock:
@@ -204,8 +202,12 @@ class ShopData(SqliteStore):
 
     def note(self, key: str, value: str) -> None:
         """Keep a fact about the shop's database (a move finished, say) in its meta table."""
-        with self._lock, immediate_transaction(self._conn) as conn:
-            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+        with self._lock, self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO meta VALUES (?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
 
     def get_order(self, order_id: str) -> Order | None:
         """The order with exactly this id, or None."""
@@ -242,7 +244,7 @@ class ShopData(SqliteStore):
     def restore_refund(self, record: RefundRecord) -> bool:
         """Put back a refund the ledger lost (its file was replaced) but another record holds.
         False when the order is unknown here or already has its refund."""
-        with self._lock, immediate_transaction(self._conn) as conn:
+        with self._lock, self._transaction() as conn:
             if (
                 conn.execute(
                     "SELECT 1 FROM orders WHERE order_id = ?", (record.order_id,)
@@ -279,7 +281,7 @@ class ShopData(SqliteStore):
         as the ledger row: no kill between two writes can leave one without the other."""
         cents = to_cents(amount)
         reference = f"REF-{order_id}-{secrets.token_hex(3).upper()}"
-        with self.damage_named(), self._lock, immediate_transaction(self._conn) as conn:
+        with self.damage_named(), self._lock, self._transaction() as conn:
             order = conn.execute(
                 "SELECT amount_cents FROM orders WHERE order_id = ?", (order_id,)
             ).fetchone()
@@ -303,7 +305,7 @@ class ShopData(SqliteStore):
         return outcome
 
 
-def _refund(row: sqlite3.Row) -> RefundRecord:
+def _refund(row: Any) -> RefundRecord:
     return RefundRecord(
         reference=row["reference"],
         order_id=row["order_id"],

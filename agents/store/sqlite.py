@@ -6,14 +6,12 @@ import json
 import os
 import re
 import sqlite3
-import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from agents.safety.text import without_surrogates
 
@@ -269,56 +267,6 @@ _CREATED = re.compile(
 )
 
 
-class SqliteStore:
-    """A ShopBot store: one connection shared by threads behind a lock, schema applied once."""
-
-    WHAT = "local database"
-    SCHEMA: tuple[str, ...] = ()
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        self._conn = open_database(path, what=self.WHAT, check_same_thread=False)
-        if not self._schema_in_place():
-            apply_schema(self._conn, self.SCHEMA, path=path, what=self.WHAT)
-
-    @contextmanager
-    def damage_named(self) -> Iterator[None]:
-        """A query that trips on damage past the file's first page (opening checks only that
-        one) names this store's file and what to do, instead of a bare "malformed"."""
-        try:
-            yield
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError) or not is_damage(exc):
-                raise
-            raise StorageError(damaged_text(self.WHAT, self.path, exc)) from exc
-
-    def _schema_in_place(self) -> bool:
-        """Whether the file already holds this store's current schema, so opening it takes
-        no write transaction (which would wait for another writer's lock for nothing): every
-        table and index SCHEMA creates is there."""
-        names = [m.group(1) for m in map(_CREATED.search, self.SCHEMA) if m is not None]
-        if not names:
-            return False
-        marks = ", ".join("?" * len(names))
-        (present,) = self._conn.execute(
-            f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})",  # noqa: S608
-            names,
-        ).fetchone()
-        return bool(present == len(names))
-
-    def close(self) -> None:
-        """Close the database connection."""
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+def created_names(schema: Iterable[str]) -> list[str]:
+    """The names of the tables, indexes and triggers `schema`'s statements create."""
+    return [m.group(1) for m in map(_CREATED.search, schema) if m is not None]

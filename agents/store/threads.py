@@ -11,21 +11,19 @@ import re
 import sqlite3
 from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from agents.names import AGENT_TITLES, AGENTS, DEFAULT_AGENT
 from agents.safety.redaction import redact
 from agents.safety.text import quoted
+from agents.store.database import Connection, Location
 from agents.store.escalations import ESCALATIONS_SCHEMA, EscalationQueue
-from agents.store.leases import LEASES_SCHEMA, TurnLeases, lease_alive
-from agents.store.sqlite import (
-    SqliteStore,
-    fetch_packed,
-    immediate_transaction,
-    storable_text,
-    utc_timestamp,
-)
+from agents.store.leases import LEASES_SCHEMA, LeaseBook, LeaseTable, TurnLeases, lease_alive
+from agents.store.sqlite import storable_text, utc_timestamp
+
+if TYPE_CHECKING:
+    from agents.settings import Settings
+    from agents.store.postgres.database import PostgresDatabase
 
 THREAD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 _THREAD_ID = re.compile(THREAD_ID_PATTERN)
@@ -76,7 +74,7 @@ _SCHEMA = (
 )
 # Thread ids a query asks for by name (`_rows_among`).
 _IDS_A_QUERY = 500
-# The tables' columns, for reads packed into one row (sqlite_store.fetch_packed).
+# The tables' columns, for reads packed into one row (sqlite.fetch_packed).
 _THREAD_COLUMNS = (
     "thread_id",
     "customer",
@@ -89,15 +87,15 @@ _THREAD_COLUMNS = (
     "touched",
 )
 _LINE_COLUMNS = ("id", "thread_id", "ts", "role", "text", "agent")
-# A list reads each thread with its turn lease, if any: who (if anyone alive) answers it.
+# A list reads each thread with its turn lease, if any: who (if anyone alive) answers it
+# (the leases' `listing`).
 _LISTED_COLUMNS = (*_THREAD_COLUMNS, "lease_host", "lease_pid", "lease_expires")
-_WITH_LEASES = (
-    "SELECT threads.*, turn_leases.host AS lease_host, turn_leases.pid AS lease_pid,"
-    " turn_leases.expires_at AS lease_expires FROM threads LEFT JOIN turn_leases"
-    " USING (thread_id)"
-)
-# Every write bumps `touched` past all others, inside the write transaction.
-_TOUCH = "touched = (SELECT coalesce(max(touched), 0) + 1 FROM threads), updated_at = ?"
+# Every write bumps `touched` past all others: inside SQLite's write transaction (one writer
+# at a time), from a sequence in PostgreSQL (agents/store/postgres/schema.py).
+_NEXT_TOUCH = {
+    "sqlite": "(SELECT coalesce(max(touched), 0) + 1 FROM threads)",
+    "postgres": "nextval('threads_touched_seq')",
+}
 
 
 def validate_thread_id(value: str) -> str:
@@ -149,9 +147,18 @@ class ChatLine:
     agent: str | None
 
 
-def agent_read_only(path: Path, thread_id: str) -> str | None:
+def agent_read_only(settings: Settings, thread_id: str) -> str | None:
     """The thread's active agent as stored, read without writing (or making) anything: for a
     look at a home its checks have not opened (a command stopped as it started)."""
+    if settings.database_url is not None:
+        from agents.store.postgres.database import read_only_value
+
+        return read_only_value(
+            settings.database_url,
+            "SELECT active_agent FROM threads WHERE thread_id = %s",
+            (thread_id,),
+        )
+    path = settings.database_path
     if not path.exists():
         return None
     try:
@@ -171,11 +178,31 @@ def make_title(text: str) -> str:
     return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
 
 
-class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
-    """Threads and transcripts in the SQLite file at `path` (thread-safe)."""
+class ThreadRegistry(TurnLeases, EscalationQueue):
+    """Threads and transcripts at `where`: a SQLite file, or a PostgreSQL database
+    (thread-safe)."""
 
     WHAT = "thread registry"
     SCHEMA = _SCHEMA
+
+    def __init__(self, where: Location) -> None:
+        super().__init__(where)
+        self._leases: LeaseBook
+        if self.path is not None:
+            self._leases = LeaseTable(self._lock, self._sqlite)
+        else:
+            from agents.store.postgres.leases import AdvisoryLeases
+
+            self._leases = AdvisoryLeases(cast("PostgresDatabase", where))
+        touch = _NEXT_TOUCH[self._dialect.name]
+        self._next_touch = touch
+        self._touch = f"touched = {touch}, updated_at = ?"
+
+    def close(self) -> None:
+        try:
+            self._leases.close()
+        finally:
+            super().close()
 
     def get(self, thread_id: str) -> ThreadInfo | None:
         """The thread, or None when it was never started."""
@@ -187,17 +214,16 @@ class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
         # Packed like the list: bytes another program wrote read as their literal here too,
         # never as a `bytes` customer name that fails deep inside a turn.
         select = "SELECT * FROM threads WHERE thread_id = ?"
-        found = fetch_packed(self._conn, _THREAD_COLUMNS, select, (thread_id,))
+        found = self._rows(_THREAD_COLUMNS, select, (thread_id,))
         return _info(found[0]) if found else None
 
     def shown(self, thread_id: str) -> ThreadInfo | None:
         """The thread as a list shows it: a turn whose process is gone reads `cut_off`."""
         validate_thread_id(thread_id)
         with self._lock:
-            found = fetch_packed(
-                self._conn,
+            found = self._rows(
                 _LISTED_COLUMNS,
-                f"{_WITH_LEASES} WHERE thread_id = ?",
+                f"{self._leases.listing} WHERE thread_id = ?",
                 (thread_id,),
             )
         return _listed(found[0]) if found else None
@@ -205,46 +231,37 @@ class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
     def ensure(self, thread_id: str, *, customer: str | None) -> ThreadInfo:
         """The thread, created if missing; a given customer name replaces the stored one."""
         validate_thread_id(thread_id)
-        with self._lock, immediate_transaction(self._conn) as conn:
+        with self._lock, self._transaction() as conn:
             self._ensure(conn, thread_id, customer, utc_timestamp())
             info = self._get(thread_id)
         assert info is not None
         return info
 
-    def _ensure(
-        self, conn: sqlite3.Connection, thread_id: str, customer: str | None, now: str
-    ) -> None:
+    def _ensure(self, conn: Connection, thread_id: str, customer: str | None, now: str) -> None:
         # Storable, or the INSERT would fail with the thread half made (callers vet the name).
         customer = storable_text((customer or "").strip()) or None
+        # One statement (a round trip less in PostgreSQL). Never back to None: `shopbot chat`
+        # without --customer keeps the known name.
         conn.execute(
-            "INSERT INTO threads (thread_id, customer, created_at, updated_at, active_agent,"
-            " status, touched) VALUES (?, ?, ?, ?, ?, 'idle',"
-            " (SELECT coalesce(max(touched), 0) + 1 FROM threads))"
-            " ON CONFLICT(thread_id) DO NOTHING",
+            "INSERT INTO threads (thread_id, customer, created_at, updated_at, active_agent,"  # noqa: S608
+            f" status, touched) VALUES (?, ?, ?, ?, ?, 'idle', {self._next_touch})"
+            " ON CONFLICT(thread_id) DO UPDATE SET customer = excluded.customer"
+            " WHERE excluded.customer IS NOT NULL"
+            " AND (threads.customer IS NULL OR threads.customer <> excluded.customer)",
             (thread_id, customer, now, now, DEFAULT_AGENT),
         )
-        # Never back to None: `shopbot chat` without --customer keeps the known name.
-        if customer is not None:
-            conn.execute(
-                "UPDATE threads SET customer = ? WHERE thread_id = ? AND customer IS NOT ?",
-                (customer, thread_id, customer),
-            )
 
     def open_turn(self, thread_id: str, *, customer: str | None, message: str) -> ChatLine:
         """A customer's message starts a turn: the thread is created if new (see `ensure`),
         its turn counted, its status "answering" and the message added to its transcript, all
         in one transaction: no thread is left answering a message it does not show."""
         validate_thread_id(thread_id)
-        with self._lock, immediate_transaction(self._conn) as conn:
+        with self._lock, self._transaction() as conn:
             now = utc_timestamp()
             self._ensure(conn, thread_id, customer, now)
-            conn.execute(
-                "UPDATE threads SET status = 'answering', turns = turns + 1 WHERE thread_id = ?",
-                (thread_id,),
-            )
             # Sent: no longer a draft (a draft of it would come back after a crash).
             conn.execute("DELETE FROM drafts WHERE thread_id = ?", (thread_id,))
-            return self._append(conn, thread_id, "customer", message, None, now)
+            return self._append(conn, thread_id, "customer", message, None, now, True)
 
     def update(
         self,
@@ -259,16 +276,18 @@ class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
             raise ValueError(f"Unknown agent {active_agent!r}; known: {', '.join(AGENTS)}")
         if status is not None and status not in THREAD_STATUSES:
             raise ValueError(f"Unknown status {status!r}; known: {', '.join(THREAD_STATUSES)}")
-        with self._lock, immediate_transaction(self._conn) as conn:
-            changed = conn.execute(
-                f"UPDATE threads SET {_TOUCH},"  # noqa: S608 - constant text
+        with self._lock, self._transaction() as conn:
+            updated = conn.execute(
+                f"UPDATE threads SET {self._touch},"  # noqa: S608 - constant text
                 " active_agent = coalesce(?, active_agent), status = coalesce(?, status)"
                 " WHERE thread_id = ?",
                 (utc_timestamp(), active_agent, status, thread_id),
-            ).rowcount
-            if not changed:
-                raise ValueError(f"Unknown thread {thread_id!r}: start it first.")
+            )
+            # Read back before the count is looked at: in PostgreSQL both answers then come
+            # in one round trip (a pipelined transaction, agents/store/postgres/connection.py).
             info = self._get(thread_id)
+            if not updated.rowcount:
+                raise ValueError(f"Unknown thread {thread_id!r}: start it first.")
         assert info is not None
         return info
 
@@ -281,16 +300,15 @@ class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
         fold only ASCII letters, and a customer may well be called Łukasz); with `among`, only
         those of these ids (an id of no thread is left out)."""
         needle = matching.strip()
-        # (SQLite's LIMIT -1: no limit; a search counts only the threads that match.)
-        bound = -1 if limit is None or needle else limit
+        # (No limit: a search counts only the threads that match.)
+        bound = self._dialect.no_limit if limit is None or needle else limit
         with self._lock:
             if among is not None:
                 rows = self._rows_among(among)
             else:
-                rows = fetch_packed(
-                    self._conn,
+                rows = self._rows(
                     _LISTED_COLUMNS,
-                    f"{_WITH_LEASES} ORDER BY touched DESC LIMIT ?",
+                    f"{self._leases.listing} ORDER BY touched DESC LIMIT ?",
                     (bound,),
                 )
                 rows.sort(key=_recent_first)
@@ -311,10 +329,9 @@ class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
         for start in range(0, len(ids), _IDS_A_QUERY):
             chunk = ids[start : start + _IDS_A_QUERY]
             marks = ", ".join("?" * len(chunk))
-            rows += fetch_packed(
-                self._conn,
+            rows += self._rows(
                 _LISTED_COLUMNS,
-                f"{_WITH_LEASES} WHERE thread_id IN ({marks})",
+                f"{self._leases.listing} WHERE thread_id IN ({marks})",
                 chunk,
             )
         rows.sort(key=_recent_first)
@@ -342,45 +359,48 @@ class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
         validate_thread_id(thread_id)
         if role not in ROLES:
             raise ValueError(f"Unknown role {role!r}; known: {', '.join(ROLES)}")
-        with self._lock, immediate_transaction(self._conn) as conn:
+        with self._lock, self._transaction() as conn:
             return self._append(conn, thread_id, role, text, agent, utc_timestamp())
 
     def _append(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         thread_id: str,
         role: Role,
         text: str,
         agent: str | None,
         ts: str,
+        opening: bool = False,
     ) -> ChatLine:
+        """The line added (and the thread touched; with `opening`, its turn counted and its
+        status "answering", in the same statement)."""
         # Every source redacts what it says; this catches one that forgot (as the audit log).
         text = redact(storable_text(text))
         title = make_title(text) if role == "customer" else None
+        turn = ", status = 'answering', turns = turns + 1" if opening else ""
         changed = conn.execute(
-            f"UPDATE threads SET {_TOUCH},"  # noqa: S608 - constant text
+            f"UPDATE threads SET {self._touch}{turn},"  # noqa: S608 - constant text
             " title = CASE WHEN title = '' THEN coalesce(?, '') ELSE title END"
             " WHERE thread_id = ?",
             (ts, title, thread_id),
         ).rowcount
         if not changed:
             raise ValueError(f"Unknown thread {thread_id!r}: start it first.")
-        cursor = conn.execute(
+        line_id = self._dialect.inserted_id(
+            conn,
             "INSERT INTO lines (thread_id, ts, role, text, agent) VALUES (?, ?, ?, ?, ?)",
             (thread_id, ts, role, text, agent),
         )
-        assert cursor.lastrowid is not None
-        return ChatLine(cursor.lastrowid, thread_id, ts, role, text, agent)
+        return ChatLine(line_id, thread_id, ts, role, text, agent)
 
     def lines(self, thread_id: str, *, limit: int | None = None) -> builtins.list[ChatLine]:
         """The transcript oldest first; with `limit`, only the last `limit` lines."""
         validate_thread_id(thread_id)
         with self._lock:
-            rows = fetch_packed(
-                self._conn,
+            rows = self._rows(
                 _LINE_COLUMNS,
                 "SELECT * FROM lines WHERE thread_id = ? ORDER BY id DESC LIMIT ?",
-                (thread_id, -1 if limit is None else max(limit, 0)),
+                (thread_id, self._dialect.no_limit if limit is None else max(limit, 0)),
             )
         rows.sort(key=lambda row: int(row["id"]))
         return [_line(r) for r in rows]
@@ -401,10 +421,11 @@ class ThreadRegistry(TurnLeases, EscalationQueue, SqliteStore):
         line stored: a key pasted into the box is not kept."""
         key = _draft_key(thread_id)
         text = redact(storable_text(text))
-        with self._lock, immediate_transaction(self._conn) as conn:
+        with self._lock, self._transaction() as conn:
             if text.strip():
                 conn.execute(
-                    "INSERT OR REPLACE INTO drafts VALUES (?, ?, ?)",
+                    "INSERT INTO drafts VALUES (?, ?, ?) ON CONFLICT (thread_id)"
+                    " DO UPDATE SET text = excluded.text, saved_at = excluded.saved_at",
                     (key, text, utc_timestamp()),
                 )
             else:
@@ -432,7 +453,7 @@ def _draft_key(thread_id: str | None) -> str:
     return "" if thread_id is None else validate_thread_id(thread_id)
 
 
-def _line(r: sqlite3.Row | Mapping[str, Any]) -> ChatLine:
+def _line(r: Any) -> ChatLine:
     return ChatLine(r["id"], r["thread_id"], r["ts"], r["role"], r["text"], r["agent"])
 
 
@@ -450,7 +471,7 @@ def _listed(row: Mapping[str, Any]) -> ThreadInfo:
     return info
 
 
-def _info(row: sqlite3.Row | Mapping[str, Any]) -> ThreadInfo:
+def _info(row: Any) -> ThreadInfo:
     return ThreadInfo(
         thread_id=row["thread_id"],
         customer=row["customer"],

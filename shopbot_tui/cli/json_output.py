@@ -61,7 +61,7 @@ class JsonOutput:
         # As above: the stop is what is said, whatever reading the registry runs into. Read
         # only: stopped before the home was checked, a database must not be made in its place.
         with contextlib.suppress(Exception):
-            self.active_agent = agent_read_only(Settings.from_env().database_path, self.thread_id)
+            self.active_agent = agent_read_only(Settings.from_env(), self.thread_id)
 
     def print_failure(self, error: str) -> None:
         """The failure object, unless the run already printed its result (a failure while

@@ -13,6 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from pydantic import BaseModel
 
@@ -20,6 +21,7 @@ from agents.audit.log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery
 from agents.safety.redaction import REDACTED
 from agents.store import sqlite as sqlite_store
 from agents.store.sqlite import StorageError
+from tests.support.backends import Backend
 
 API_KEY = "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0Lm"  # Mistral-shaped: 32 alphanumerics
 TS_PATTERN = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
@@ -49,7 +51,15 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def log(audit_path: Path, clock: Clock) -> Iterator[AuditLog]:
+def log(heavy_backend: Backend, audit_path: Path, clock: Clock) -> Iterator[AuditLog]:
+    """The log in a SQLite file, and in PostgreSQL (`-m postgres`)."""
+    with AuditLog(heavy_backend.where(audit_path), secrets=[API_KEY], clock=clock) as audit:
+        yield audit
+
+
+@pytest.fixture
+def sqlite_log(audit_path: Path, clock: Clock) -> Iterator[AuditLog]:
+    """The log in a SQLite file, for what only a file has (its write lock, its schema)."""
     with AuditLog(audit_path, secrets=[API_KEY], clock=clock) as audit:
         yield audit
 
@@ -270,7 +280,9 @@ def test_text_combines_with_other_filters(log: AuditLog, texts: dict[str, int]) 
         assert _ids(hits + rest) == sorted(texts.values(), reverse=True)
 
 
-def test_secrets_and_credentials_never_reach_the_file(log: AuditLog, audit_path: Path) -> None:
+def test_secrets_and_credentials_never_reach_the_file(
+    log: AuditLog, heavy_backend: Backend, audit_path: Path
+) -> None:
     event = log.append(
         "provider_error",
         thread_id="t",
@@ -291,7 +303,11 @@ def test_secrets_and_credentials_never_reach_the_file(log: AuditLog, audit_path:
     }
     assert log.get(event.id) == event
     leaks = [API_KEY, "abcdef0123456789", "sk-live-0123456789abcdefghij"]
-    raw = b"".join(p.read_bytes() for p in audit_path.parent.glob("audit.sqlite*"))
+    if heavy_backend.postgres:
+        stored = heavy_backend.query("SELECT agent, detail::text, body FROM events")
+        raw = repr(stored).encode()
+    else:
+        raw = b"".join(p.read_bytes() for p in audit_path.parent.glob("audit.sqlite*"))
     assert not [leak for leak in leaks if leak.encode() in raw]
     assert log.page(AuditQuery(text="abcdef0123")) == []  # not in the search index either
 
@@ -308,22 +324,26 @@ def test_registered_process_secret_is_redacted(
     assert event.detail == {"why": f"bad {REDACTED}"}
 
 
-def test_events_cannot_be_changed_or_removed(log: AuditLog, audit_path: Path) -> None:
+def test_events_cannot_be_changed_or_removed(
+    log: AuditLog, heavy_backend: Backend, audit_path: Path
+) -> None:
     event = log.append(
         "refund_processed", thread_id="t", detail={"reference": "REF-ORD-001-ABCDEF"}
     )
     verbs = ("update", "delete", "remove", "clear", "truncate", "drop", "edit", "set")
     public_or_private = [name.lower().lstrip("_") for name in dir(log) if not name.startswith("__")]
     assert [name for name in public_or_private if name.startswith(verbs)] == []
-    conn = sqlite3.connect(audit_path)
-    try:
-        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-            conn.execute("UPDATE events SET detail = '{}' WHERE id = ?", (event.id,))
-        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-            conn.execute("DELETE FROM events")
-        conn.commit()
-    finally:
-        conn.close()
+    # Refused by the database itself, whoever connects (its owner too): triggers.
+    refused: type[Exception] = (
+        psycopg.errors.RestrictViolation if heavy_backend.postgres else sqlite3.DatabaseError
+    )
+    rewrites = ["UPDATE events SET detail = '{}' WHERE id = ?", "DELETE FROM events"]
+    if heavy_backend.postgres:
+        rewrites.append("TRUNCATE events")
+    for rewrite in rewrites:
+        params = (event.id,) if "?" in rewrite else ()
+        with pytest.raises(refused, match="append-only"):
+            heavy_backend.execute(rewrite, params, sqlite_path=audit_path)
     assert log.get(event.id) == event
     assert log.count() == 1
 
@@ -402,10 +422,10 @@ def _holding_the_write_lock(path: Path) -> sqlite3.Connection:
 
 
 def test_opening_a_set_up_log_writes_nothing(
-    log: AuditLog, audit_path: Path, short_busy_wait: None
+    sqlite_log: AuditLog, audit_path: Path, short_busy_wait: None
 ) -> None:
     """A viewer opens its connections while the engine writes: it must not wait for it."""
-    log.append("turn_started", thread_id="t-1")
+    sqlite_log.append("turn_started", thread_id="t-1")
     writer = _holding_the_write_lock(audit_path)
     try:
         with AuditLog(audit_path) as reader:
@@ -415,9 +435,9 @@ def test_opening_a_set_up_log_writes_nothing(
 
 
 def test_a_log_missing_part_of_its_schema_gets_it_on_opening(
-    log: AuditLog, audit_path: Path, short_busy_wait: None
+    sqlite_log: AuditLog, audit_path: Path, short_busy_wait: None
 ) -> None:
-    log.append("turn_started", thread_id="t-1")
+    sqlite_log.append("turn_started", thread_id="t-1")
     with sqlite3.connect(audit_path) as conn:
         conn.execute("DROP INDEX events_ts")
     writer = _holding_the_write_lock(audit_path)

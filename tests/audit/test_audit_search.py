@@ -15,11 +15,13 @@ from agents.audit.log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery
 from agents.audit.search import MAX_TERMS, parse_search
 from agents.errors import InputError
 from agents.graph.validation import GateCheck
+from tests.support.backends import Backend
 
 
 @pytest.fixture
-def log(tmp_path: Path) -> Iterator[AuditLog]:
-    with AuditLog(tmp_path / "audit.sqlite") as audit:
+def log(heavy_backend: Backend, tmp_path: Path) -> Iterator[AuditLog]:
+    """The log in a SQLite file, and in PostgreSQL (`-m postgres`)."""
+    with AuditLog(heavy_backend.where(tmp_path / "audit.sqlite")) as audit:
         yield audit
 
 

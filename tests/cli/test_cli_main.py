@@ -457,12 +457,14 @@ def test_a_json_command_failing_on_a_damaged_store_prints_its_error_object(
 ) -> None:
     assert main(["chat", "d1", "Where is ORD-002?", "--offline"]) == 0
     capsys.readouterr()
-    (home / "threads.sqlite").write_bytes(b"this is not a database" * 100)
+    for suffix in ("-wal", "-shm"):
+        (home / f"shopbot.sqlite{suffix}").unlink(missing_ok=True)
+    (home / "shopbot.sqlite").write_bytes(b"this is not a database" * 100)
     for args in (["threads", "--json"], ["show", "d1", "--json"]):
         assert main(args) == 2, args
         said = capsys.readouterr()
         (printed,) = [json.loads(line) for line in said.out.splitlines()]
-        assert printed["status"] == "error" and "threads.sqlite" in printed["error"], printed
+        assert printed["status"] == "error" and "shopbot.sqlite" in printed["error"], printed
 
 
 def test_the_apps_customer_before_chat_is_the_customer(

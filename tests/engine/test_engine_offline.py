@@ -1,4 +1,7 @@
-"""Every customer-driven flow, end to end, with the offline demo model through the real graph."""
+"""Every customer-driven flow, end to end, with the offline demo model through the real graph.
+
+The flows marked `heavy_backend` run on both stores a deployment can have: the home's SQLite
+file, and PostgreSQL (SHOPBOT_DATABASE_URL, in `pytest -m postgres`)."""
 
 from __future__ import annotations
 
@@ -52,6 +55,7 @@ from tests.support.scripted_model import say as scripted_says
 from tests.support.tui import GatedModel
 
 
+@pytest.mark.usefixtures("heavy_backend")
 async def test_order_status_for_the_owner(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         turn = await say(engine, "t1", "Hi, where is my order ORD-002?", "Sam")
@@ -93,6 +97,7 @@ async def test_a_turn_sends_only_its_tool_to_a_worker_thread(
     assert len(hops) == 1
 
 
+@pytest.mark.usefixtures("heavy_backend")
 async def test_refund_approved_pays_once(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         ask = await say(engine, "r1", "I want a refund for ORD-005, the speaker crackles", "Sam")
@@ -125,6 +130,7 @@ async def test_refund_approved_pays_once(tmp_path: Path) -> None:
         assert_mistral_valid(await history(engine, "r1"))
 
 
+@pytest.mark.usefixtures("heavy_backend")
 async def test_the_audit_log_says_who_decided(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         await say(engine, "w1", "I want a refund for ORD-005, the speaker crackles", "Sam")
@@ -151,6 +157,7 @@ async def test_the_audit_log_says_who_decided(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.usefixtures("heavy_backend")
 async def test_a_refund_asked_again_shows_the_approver_the_earlier_decisions(
     tmp_path: Path,
 ) -> None:
@@ -212,6 +219,7 @@ def test_the_login_name_is_one_bounded_line_or_unknown(monkeypatch: pytest.Monke
     login_name.cache_clear()  # (the next test sees the real one)
 
 
+@pytest.mark.usefixtures("heavy_backend")
 @pytest.mark.parametrize("decision", ["reject", "escalate"])
 async def test_refund_not_approved_pays_nothing(tmp_path: Path, decision: str) -> None:
     async with open_engine(tmp_path) as engine:
@@ -226,6 +234,7 @@ async def test_refund_not_approved_pays_nothing(tmp_path: Path, decision: str) -
         assert done.result.reply  # the model tells the customer what happened
 
 
+@pytest.mark.usefixtures("heavy_backend")
 async def test_a_decision_on_a_request_asked_anew_meanwhile_decides_nothing(
     tmp_path: Path,
 ) -> None:
@@ -250,6 +259,7 @@ async def test_a_decision_on_a_request_asked_anew_meanwhile_decides_nothing(
         assert done.status == "done" and engine.shop.refund_for("ORD-005") is not None
 
 
+@pytest.mark.usefixtures("heavy_backend")
 async def test_over_limit_refund_is_escalated_never_approved(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         turn = await say(
@@ -391,6 +401,7 @@ async def test_a_second_order_in_one_message_is_named_back_and_nothing_of_it_sho
         assert ALSO_MENTIONED not in single.result.reply
 
 
+@pytest.mark.usefixtures("heavy_backend")
 async def test_a_refund_of_two_orders_pays_the_first_and_names_the_other_once(
     tmp_path: Path,
 ) -> None:
@@ -444,6 +455,7 @@ async def test_a_reply_that_names_the_other_order_itself_gets_no_sentence(
     assert model.remaining == 0
 
 
+@pytest.mark.usefixtures("heavy_backend")
 async def test_angry_complaint_is_reviewed(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         text = "This is unacceptable! My parcel is two weeks late and nobody answers my emails!!!"
@@ -476,6 +488,7 @@ async def test_angry_complaint_is_reviewed(tmp_path: Path) -> None:
         assert notes[-1] == "→ handed to Order agent (complaint passed on)"
 
 
+@pytest.mark.usefixtures("heavy_backend")
 async def test_no_money_moves_in_a_conversation_without_a_customer(tmp_path: Path) -> None:
     """Begun without a customer, it refunded Sam's ORD-005 and then Alex's ORD-001."""
     async with open_engine(tmp_path) as engine:
@@ -515,6 +528,7 @@ async def test_calm_complaint_gets_an_empathetic_answer_without_review(tmp_path:
         assert "approval_requested" not in kinds(audit_of(engine, "c2"))
 
 
+@pytest.mark.usefixtures("heavy_backend")
 async def test_handoffs_between_all_three_agents(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         first = await say(engine, "ho", "I'd like to return ORD-006", "Jordan")
@@ -566,6 +580,7 @@ async def test_refund_without_a_reason_asks_for_one(tmp_path: Path) -> None:
         )
 
 
+@pytest.mark.usefixtures("heavy_backend")
 async def test_pending_approval_survives_a_new_engine(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         await say(engine, "p1", "I want a refund for ORD-005, the speaker crackles", "Sam")
@@ -577,6 +592,7 @@ async def test_pending_approval_survives_a_new_engine(tmp_path: Path) -> None:
         assert reopened.shop.refund_for("ORD-005") is not None
 
 
+@pytest.mark.usefixtures("heavy_backend")
 async def test_bad_input_changes_nothing(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         for bad in ("", "   \n\t", "x" * 20_000):
@@ -632,6 +648,7 @@ async def test_markup_and_escape_sequences_are_kept_as_text(tmp_path: Path) -> N
         assert "[bold]hi[/]" in stored and "[link=http://evil]click[/link]" in stored
 
 
+@pytest.mark.usefixtures("heavy_backend")
 async def test_long_conversation_is_summarised_and_stays_valid(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         for n in range(24):
@@ -683,6 +700,7 @@ async def test_a_thread_busy_in_another_process_is_refused_until_it_is_free(
         assert (await say(engine, "busy", "And ORD-004?", "Alex")).result.status == "done"
 
 
+@pytest.mark.usefixtures("heavy_backend")
 async def test_a_turn_cut_short_by_a_crash_never_drops_the_pending_decision(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         await say(engine, "cr", "I want a refund for ORD-005, the speaker crackles", "Sam")
@@ -946,6 +964,7 @@ async def test_a_message_whose_process_died_mid_turn_still_reaches_the_model(
         assert_mistral_valid(await history(engine, "k"))
 
 
+@pytest.mark.usefixtures("heavy_backend")
 async def test_a_pending_refund_that_was_paid_says_so(tmp_path: Path) -> None:
     async with open_engine(tmp_path) as engine:
         await say(engine, "pp", "I want a refund for ORD-005, the speaker crackles", "Sam")

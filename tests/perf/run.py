@@ -21,7 +21,7 @@ from typing import Any
 from tests.perf.common import Progress, Row, fmt, machine, target_text
 
 Section = Callable[[bool, Progress], Awaitable[tuple[list[Row], dict[str, Any]]]]
-SECTION_NAMES = ("calls", "latency", "overhead", "growth", "tui", "audit", "reads")
+SECTION_NAMES = ("calls", "latency", "overhead", "postgres", "growth", "tui", "audit", "reads")
 # What each section must produce (the smoke test checks these keys).
 EXPECTED_KEYS: dict[str, tuple[str, ...]] = {
     "calls": (
@@ -53,6 +53,12 @@ EXPECTED_KEYS: dict[str, tuple[str, ...]] = {
         "overhead.bare_ratio_first",
         "overhead.bare_ratio_late",
     ),
+    "postgres": (
+        "postgres.sqlite_overhead",
+        "postgres.overhead",
+        "postgres.ratio",
+        "postgres.ratio_async_commit",
+    ),
     "growth": ("growth.early", "growth.late", "growth.ratio"),
     "tui": ("tui.first_paint", "tui.ready", "tui.max_frame_gap", "tui.keystroke", "tui.drain"),
     "audit": ("audit.open", "audit.filter_worst"),
@@ -79,6 +85,10 @@ def _load(name: str) -> Section:
         from tests.perf import overhead
 
         return overhead.measure_overhead
+    if name == "postgres":
+        from tests.perf import postgres
+
+        return postgres.measure
     if name == "growth":
         from tests.perf import overhead
 

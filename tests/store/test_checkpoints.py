@@ -14,27 +14,36 @@ from agents.runner.engine import PRUNE_EVERY, ShopBotEngine
 from agents.store import checkpoints
 from agents.store.checkpoints import open_checkpoints
 from agents.store.sqlite import StorageError
+from tests.support.backends import Backend
 from tests.support.engine import decide, history, open_engine, say
 
 ORDER_QUESTION = "Where is my order ORD-001?"
 REFUND = "I want a refund for ORD-001, the headphones arrived broken and do not work"
 
 
-def rows(home: Path, thread: str) -> list[tuple[str, str]]:
-    """(namespace, checkpoint id) of the thread's stored checkpoints, read from the file."""
-    with sqlite3.connect(home / "shopbot.sqlite") as db:
-        found = db.execute(
-            "SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = ? "
-            "ORDER BY checkpoint_id",
-            (thread,),
-        ).fetchall()
+def _stored(store: Path | Backend) -> Backend:
+    """A home (its SQLite file) or a test's backend, to read the saver's tables from."""
+    return store if isinstance(store, Backend) else Backend("sqlite", store)
+
+
+def _writes_table(store: Path | Backend) -> str:
+    # (LangGraph's PostgreSQL saver names it checkpoint_writes, its SQLite saver writes.)
+    return "checkpoint_writes" if _stored(store).postgres else "writes"
+
+
+def rows(store: Path | Backend, thread: str) -> list[tuple[str, str]]:
+    """(namespace, checkpoint id) of the thread's stored checkpoints, read from the tables."""
+    found = _stored(store).query(
+        "SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = ? "
+        "ORDER BY checkpoint_id",
+        (thread,),
+    )
     return [(ns, checkpoint) for ns, checkpoint in found]
 
 
-def writes(home: Path, thread: str) -> int:
-    with sqlite3.connect(home / "shopbot.sqlite") as db:
-        query = "SELECT COUNT(*) FROM writes WHERE thread_id = ?"
-        (count,) = db.execute(query, (thread,)).fetchone()
+def writes(store: Path | Backend, thread: str) -> int:
+    query = f"SELECT COUNT(*) FROM {_writes_table(store)} WHERE thread_id = ?"
+    ((count,),) = _stored(store).query(query, (thread,))
     return int(count)
 
 
@@ -44,17 +53,19 @@ async def chat(engine: ShopBotEngine, thread: str, turns: int) -> None:
         assert turn.result.status == "done"
 
 
-async def test_every_tenth_finished_turn_keeps_only_the_latest_state(tmp_path: Path) -> None:
+async def test_every_tenth_finished_turn_keeps_only_the_latest_state(
+    tmp_path: Path, heavy_backend: Backend
+) -> None:
     async with open_engine(tmp_path) as engine:
         await chat(engine, "long", PRUNE_EVERY - 1)
-        before = rows(tmp_path, "long")
+        before = rows(heavy_backend, "long")
         assert len(before) == PRUNE_EVERY - 1  # one per turn until the pruning turn
         await chat(engine, "other", 3)
         await chat(engine, "long", 1)
-        after = rows(tmp_path, "long")
+        after = rows(heavy_backend, "long")
         assert len(after) == 1 and after[0][0] == ""
         assert after[0][1] > before[-1][1]  # the newest state is the one that stayed
-        assert len(rows(tmp_path, "other")) == 3  # other threads are left alone
+        assert len(rows(heavy_backend, "other")) == 3  # other threads are left alone
         kept = await history(engine, "long")
         # The conversation is whole: every question and answer of the ten turns (or the
         # summary that replaced the oldest), and the next turn carries on from it.
@@ -62,21 +73,23 @@ async def test_every_tenth_finished_turn_keeps_only_the_latest_state(tmp_path: P
         turn = await say(engine, "long", "And what was the delivery date?", "Alex")
         assert turn.result.status == "done"
         assert "2025-06-10" in turn.result.reply
-        assert len(rows(tmp_path, "long")) == 2
+        assert len(rows(heavy_backend, "long")) == 2
 
 
-async def test_a_paused_thread_is_not_pruned_and_resumes_after_pruning(tmp_path: Path) -> None:
+async def test_a_paused_thread_is_not_pruned_and_resumes_after_pruning(
+    tmp_path: Path, heavy_backend: Backend
+) -> None:
     async with open_engine(tmp_path) as engine:
         await chat(engine, "refund", PRUNE_EVERY - 1)
         turn = await say(engine, "refund", REFUND, "Alex")  # turn 10 waits for a human
         assert turn.result.status == "awaiting_approval"
-        paused = rows(tmp_path, "refund")
+        paused = rows(heavy_backend, "refund")
         assert len(paused) > PRUNE_EVERY - 1
         assert any(ns.startswith("refund_agent:") for ns, _ in paused)
         # LangGraph's own contract, `keep_latest`, keeps the paused run's namespace whole.
         await engine._saver.aprune(["refund"], strategy="keep_latest")
-        assert any(ns.startswith("refund_agent:") for ns, _ in rows(tmp_path, "refund"))
-        assert writes(tmp_path, "refund") > 0  # the interrupt is a pending write
+        assert any(ns.startswith("refund_agent:") for ns, _ in rows(heavy_backend, "refund"))
+        assert writes(heavy_backend, "refund") > 0  # the interrupt is a pending write
         assert await engine.pending_approval("refund") is not None
         done = await decide(engine, "refund", "approve")
         assert done.result.status == "done"
@@ -84,16 +97,16 @@ async def test_a_paused_thread_is_not_pruned_and_resumes_after_pruning(tmp_path:
         assert refund is not None and refund.reference in done.result.reply
 
 
-async def test_delete_and_unknown_strategies(tmp_path: Path) -> None:
+async def test_delete_and_unknown_strategies(tmp_path: Path, heavy_backend: Backend) -> None:
     async with open_engine(tmp_path) as engine:
         await chat(engine, "gone", 2)
         await chat(engine, "kept", 1)
         with pytest.raises(ValueError, match="unknown pruning strategy"):
             await engine._saver.aprune(["gone"], strategy="oldest")
-        assert len(rows(tmp_path, "gone")) == 2
+        assert len(rows(heavy_backend, "gone")) == 2
         await engine._saver.aprune(["gone"], strategy="delete")
-        assert rows(tmp_path, "gone") == []
-        assert len(rows(tmp_path, "kept")) == 1
+        assert rows(heavy_backend, "gone") == []
+        assert len(rows(heavy_backend, "kept")) == 1
 
 
 async def test_a_store_that_is_not_a_database_is_refused_clearly(tmp_path: Path) -> None:
@@ -103,20 +116,19 @@ async def test_a_store_that_is_not_a_database_is_refused_clearly(tmp_path: Path)
         await open_checkpoints(path)
 
 
-def namespaces(home: Path, thread: str) -> set[str]:
-    return {ns for ns, _ in rows(home, thread)}
+def namespaces(store: Path | Backend, thread: str) -> set[str]:
+    return {ns for ns, _ in rows(store, thread)}
 
 
-def written_checkpoints(home: Path, thread: str) -> set[str]:
-    with sqlite3.connect(home / "shopbot.sqlite") as db:
-        found = db.execute(
-            "SELECT DISTINCT checkpoint_id FROM writes WHERE thread_id = ?", (thread,)
-        ).fetchall()
-    return {checkpoint for (checkpoint,) in found}
+def written_checkpoints(store: Path | Backend, thread: str) -> set[str]:
+    table = _writes_table(store)
+    query = f"SELECT DISTINCT checkpoint_id FROM {table} WHERE thread_id = ?"
+    return {checkpoint for (checkpoint,) in _stored(store).query(query, (thread,))}
 
 
 async def test_finished_subgraph_runs_and_old_writes_go_with_the_tenth_turn(
     tmp_path: Path,
+    heavy_backend: Backend,
 ) -> None:
     async with open_engine(tmp_path) as engine:
         await chat(engine, "mixed", PRUNE_EVERY - 2)
@@ -124,12 +136,12 @@ async def test_finished_subgraph_runs_and_old_writes_go_with_the_tenth_turn(
         assert asked.result.status == "awaiting_approval"
         paid = await decide(engine, "mixed", "approve")
         assert paid.result.status == "done"
-        assert len(namespaces(tmp_path, "mixed")) > 1  # the specialists' runs were stored
-        assert written_checkpoints(tmp_path, "mixed")
+        assert len(namespaces(heavy_backend, "mixed")) > 1  # the specialists' runs were stored
+        assert written_checkpoints(heavy_backend, "mixed")
         await chat(engine, "mixed", 1)  # turn 10
-        assert namespaces(tmp_path, "mixed") == {""}
-        ((_, latest),) = rows(tmp_path, "mixed")
-        assert written_checkpoints(tmp_path, "mixed") <= {latest}
+        assert namespaces(heavy_backend, "mixed") == {""}
+        ((_, latest),) = rows(heavy_backend, "mixed")
+        assert written_checkpoints(heavy_backend, "mixed") <= {latest}
         refund = engine.shop.refund_for("ORD-001")
         assert refund is not None
         turn = await say(engine, "mixed", "Thanks! Was that refund done?", "Alex")

@@ -1,4 +1,5 @@
-"""Shop data: the demo orders, and a refund ledger that pays at most once per order."""
+"""Shop data: the demo orders, and a refund ledger that pays at most once per order, in the
+home's SQLite file and in PostgreSQL (`backend`)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
+from agents.settings import Settings
+from agents.store.database import checked_database
 from agents.store.shop import DEMO_ORDERS, Order, RefundOutcome, ShopData
 from agents.store.sqlite import StorageError
+from tests.support.backends import Backend
 
 
 @pytest.fixture
@@ -23,14 +28,21 @@ def shop_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def shop(shop_path: Path) -> Iterator[ShopData]:
-    with ShopData(shop_path) as data:
+def shop(backend: Backend, shop_path: Path) -> Iterator[ShopData]:
+    with ShopData(backend.where(shop_path)) as data:
         yield data
 
 
-def _ledger_rows(path: Path) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(path) as conn:
-        return conn.execute("SELECT reference, order_id, amount_cents FROM refunds").fetchall()
+@pytest.fixture
+def ledger_rows(backend: Backend, shop_path: Path) -> Any:
+    """The refunds as stored: (reference, order id, cents)."""
+
+    def rows() -> list[tuple[Any, ...]]:
+        return backend.query(
+            "SELECT reference, order_id, amount_cents FROM refunds", sqlite_path=shop_path
+        )
+
+    return rows
 
 
 def test_reference_orders_are_exactly_as_designed(shop: ShopData) -> None:
@@ -70,29 +82,32 @@ def test_lookups(shop: ShopData) -> None:
     assert not shop.has_order("ORD-999")
 
 
-def test_known_ids_is_a_live_container(shop: ShopData, shop_path: Path) -> None:
+def test_known_ids_is_a_live_container(shop: ShopData, backend: Backend, shop_path: Path) -> None:
     ids = shop.known_ids()
     assert "ORD-001" in ids
     assert "ORD-999" not in ids
     assert 1 not in ids
-    with sqlite3.connect(shop_path) as conn:
-        conn.execute("INSERT INTO orders VALUES ('ORD-999', 'Kim', 'Mug', 'Delivered', 900, 'x')")
+    backend.execute(
+        "INSERT INTO orders VALUES ('ORD-999', 'Kim', 'Mug', 'Delivered', 900, 'x')",
+        sqlite_path=shop_path,
+    )
     assert "ORD-999" in ids
 
 
-def test_seeding_happens_once_and_never_overwrites(shop_path: Path) -> None:
-    ShopData(shop_path).close()
-    with sqlite3.connect(shop_path) as conn:
-        conn.execute("UPDATE orders SET status = 'Returned' WHERE order_id = 'ORD-001'")
-        conn.execute("DELETE FROM orders WHERE order_id = 'ORD-002'")
-    with ShopData(shop_path) as again:
+def test_seeding_happens_once_and_never_overwrites(backend: Backend, shop_path: Path) -> None:
+    ShopData(backend.where(shop_path)).close()
+    backend.execute(
+        "UPDATE orders SET status = 'Returned' WHERE order_id = 'ORD-001'", sqlite_path=shop_path
+    )
+    backend.execute("DELETE FROM orders WHERE order_id = 'ORD-002'", sqlite_path=shop_path)
+    with ShopData(backend.where(shop_path)) as again:
         order = again.get_order("ORD-001")
         assert order is not None and order.status == "Returned"
         assert again.get_order("ORD-002") is None
         assert len(again.all_orders()) == len(DEMO_ORDERS) - 1
 
 
-def test_one_refund_per_order(shop: ShopData, shop_path: Path) -> None:
+def test_one_refund_per_order(shop: ShopData, ledger_rows: Any) -> None:
     first = shop.record_refund(
         "ORD-001", amount=Decimal("89.99"), reason="Arrived broken, left ear silent", thread_id="t1"
     )
@@ -112,11 +127,29 @@ def test_one_refund_per_order(shop: ShopData, shop_path: Path) -> None:
     assert replay == RefundOutcome(record=record, created=False)
     assert shop.refund_for("ORD-001") == record
     assert shop.refund_for("ORD-002") is None
-    assert _ledger_rows(shop_path) == [(record.reference, "ORD-001", 8999)]
+    assert ledger_rows() == [(record.reference, "ORD-001", 8999)]
 
 
-def test_second_instance_on_the_same_file_sees_the_refund(shop_path: Path) -> None:
-    with ShopData(shop_path) as one, ShopData(shop_path) as two:
+def test_the_database_itself_refuses_a_second_refund_of_an_order(
+    shop: ShopData, backend: Backend, shop_path: Path
+) -> None:
+    # Not a read before the write: the table's UNIQUE constraint, whoever writes.
+    shop.record_refund(
+        "ORD-002", amount=Decimal("14.99"), reason="Cracked in the box", thread_id="t"
+    )
+    refused = sqlite3.IntegrityError if not backend.postgres else psycopg.errors.UniqueViolation
+    with pytest.raises(refused):
+        backend.execute(
+            "INSERT INTO refunds VALUES ('REF-OTHER', 'ORD-002', 1499, 'again', NULL, 'now')",
+            sqlite_path=shop_path,
+        )
+
+
+def test_second_instance_on_the_same_file_sees_the_refund(
+    backend: Backend, shop_path: Path
+) -> None:
+    where = backend.where(shop_path)
+    with ShopData(where) as one, ShopData(where) as two:
         first = one.record_refund(
             "ORD-003", amount=Decimal("45.00"), reason="Wrong size ordered", thread_id=None
         )
@@ -127,7 +160,7 @@ def test_second_instance_on_the_same_file_sees_the_refund(shop_path: Path) -> No
     assert second.record == first.record
 
 
-def test_threads_racing_on_one_instance_pay_once(shop: ShopData, shop_path: Path) -> None:
+def test_threads_racing_on_one_instance_pay_once(shop: ShopData, ledger_rows: Any) -> None:
     barrier = threading.Barrier(8)
     outcomes: list[RefundOutcome] = []
 
@@ -144,14 +177,18 @@ def test_threads_racing_on_one_instance_pay_once(shop: ShopData, shop_path: Path
         worker.join()
     assert sum(o.created for o in outcomes) == 1
     assert {o.record.reference for o in outcomes} == {outcomes[0].record.reference}
-    assert len(_ledger_rows(shop_path)) == 1
+    assert len(ledger_rows()) == 1
 
 
-def _refund_in_another_process(path: str, start: Any, results: Any) -> None:
+def _refund_in_another_process(path: str, url: str | None, start: Any, results: Any) -> None:
     """Runs in a spawned process; reports its outcome or its error through `results`."""
     try:
-        start.wait()  # every process opens a fresh file at once: schema and seeding race too
-        with ShopData(Path(path)) as data:
+        # Every process opens a fresh database at once: schema and seeding race too.
+        start.wait()
+        where = (
+            Path(path) if url is None else checked_database(Settings(Path(path), database_url=url))
+        )
+        with ShopData(where) as data:
             outcome = data.record_refund(
                 "ORD-006", amount=Decimal("129.00"), reason="Keys stick after a week", thread_id="p"
             )
@@ -160,40 +197,59 @@ def _refund_in_another_process(path: str, start: Any, results: Any) -> None:
         results.put(("error", repr(exc)))
 
 
-def test_processes_racing_pay_once(shop_path: Path) -> None:
-    processes = 4
+def _race_to_refund(processes: int, backend: Backend, shop_path: Path) -> None:
+    """`processes` processes refund ORD-006 at the same moment: exactly one pays."""
     ctx = multiprocessing.get_context("spawn")
     start = ctx.Barrier(processes)
     results = ctx.Queue()
     workers = [
-        ctx.Process(target=_refund_in_another_process, args=(str(shop_path), start, results))
+        ctx.Process(
+            target=_refund_in_another_process, args=(str(shop_path), backend.url, start, results)
+        )
         for _ in range(processes)
     ]
     for worker in workers:
         worker.start()
-    outcomes = [results.get(timeout=60) for _ in range(processes)]
+    outcomes = [results.get(timeout=120) for _ in range(processes)]
     for worker in workers:
         worker.join(timeout=60)
     assert [o for o in outcomes if o[0] == "error"] == []
     references = {reference for reference, _ in outcomes}
     assert len(references) == 1
     assert sum(created for _, created in outcomes) == 1
-    assert _ledger_rows(shop_path) == [(references.pop(), "ORD-006", 12900)]
-    with ShopData(shop_path) as data:
+    stored = backend.query(
+        "SELECT reference, order_id, amount_cents FROM refunds", sqlite_path=shop_path
+    )
+    assert stored == [(references.pop(), "ORD-006", 12900)]
+    with ShopData(backend.where(shop_path)) as data:
         assert len(data.all_orders()) == len(DEMO_ORDERS)
 
 
-def test_unknown_order_is_rejected(shop: ShopData, shop_path: Path) -> None:
+def test_processes_racing_pay_once(tmp_path: Path, shop_path: Path) -> None:
+    # (SQLite's file has one writer at a time whatever the count.)
+    _race_to_refund(4, Backend("sqlite", tmp_path), shop_path)
+
+
+@pytest.mark.postgres
+def test_eight_processes_racing_on_postgres_pay_once(
+    empty_postgres_url: str, tmp_path: Path, shop_path: Path
+) -> None:
+    # As many as would answer customers at once on a server, all on an empty database: the
+    # tables, the seeding and the payment race together.
+    _race_to_refund(8, Backend("postgres", tmp_path, empty_postgres_url), shop_path)
+
+
+def test_unknown_order_is_rejected(shop: ShopData, ledger_rows: Any) -> None:
     with pytest.raises(ValueError, match="Unknown order 'ORD-999'"):
         shop.record_refund("ORD-999", amount=Decimal("1.00"), reason="x" * 12, thread_id=None)
-    assert _ledger_rows(shop_path) == []
+    assert ledger_rows() == []
 
 
 @pytest.mark.parametrize("amount", ["0", "-5.00", "649.01", "10.001", "NaN"])
-def test_impossible_amounts_are_rejected(shop: ShopData, shop_path: Path, amount: str) -> None:
+def test_impossible_amounts_are_rejected(shop: ShopData, ledger_rows: Any, amount: str) -> None:
     with pytest.raises(ValueError, match="amount"):
         shop.record_refund("ORD-004", amount=Decimal(amount), reason="x" * 12, thread_id=None)
-    assert _ledger_rows(shop_path) == []
+    assert ledger_rows() == []
 
 
 def test_damaged_file_names_the_file(shop_path: Path) -> None:

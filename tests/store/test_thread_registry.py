@@ -1,4 +1,5 @@
-"""The thread registry: conversations, their status, and a transcript that keeps everything."""
+"""The thread registry: conversations, their status, and a transcript that keeps everything,
+in the home's SQLite file and in PostgreSQL (`heavy_backend`: `-m postgres`)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ from agents.store.threads import (
     ThreadRegistry,
     validate_thread_id,
 )
+from tests.support.backends import Backend
+from tests.support.postgres_cluster import Cluster
 from tests.support.read_only_sqlite import make_sqlite_read_only
 
 TS_PATTERN = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
@@ -35,7 +38,14 @@ def registry_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def registry(registry_path: Path) -> Iterator[ThreadRegistry]:
+def registry(heavy_backend: Backend, registry_path: Path) -> Iterator[ThreadRegistry]:
+    with ThreadRegistry(heavy_backend.where(registry_path)) as threads:
+        yield threads
+
+
+@pytest.fixture
+def sqlite_registry(registry_path: Path) -> Iterator[ThreadRegistry]:
+    """The registry in a SQLite file, for what only that file has (its lease rows)."""
     with ThreadRegistry(registry_path) as threads:
         yield threads
 
@@ -164,13 +174,13 @@ def test_open_turn_records_all_or_nothing(
     assert [line.text for line in registry.lines("t1")] == ["first"]
 
 
-def test_a_draft_is_kept_until_sent_or_cleared(registry_path: Path) -> None:
-    with ThreadRegistry(registry_path) as registry:
+def test_a_draft_is_kept_until_sent_or_cleared(heavy_backend: Backend, registry_path: Path) -> None:
+    with ThreadRegistry(heavy_backend.where(registry_path)) as registry:
         assert registry.draft("t1") == ""
         registry.save_draft("t1", "Where is ORD-00")  # a thread not started yet
         registry.save_draft("t2", "for Sam")
         registry.save_draft("t1", "Where is ORD-001?")
-    with ThreadRegistry(registry_path) as registry:  # across quitting
+    with ThreadRegistry(heavy_backend.where(registry_path)) as registry:  # across quitting
         assert (registry.draft("t1"), registry.draft("t2")) == ("Where is ORD-001?", "for Sam")
         registry.open_turn("t1", customer="Alex", message="Where is ORD-001?")
         assert registry.draft("t1") == ""  # sent: no longer a draft
@@ -318,11 +328,11 @@ def test_append_line_needs_a_started_thread_and_a_known_role(registry: ThreadReg
     assert registry.lines("t1") == []
 
 
-def test_data_survives_reopening(registry_path: Path) -> None:
-    with ThreadRegistry(registry_path) as first:
+def test_data_survives_reopening(heavy_backend: Backend, registry_path: Path) -> None:
+    with ThreadRegistry(heavy_backend.where(registry_path)) as first:
         first.open_turn("t1", customer="Alex", message="hello")
         first.update("t1", status="error")
-    with ThreadRegistry(registry_path) as second:
+    with ThreadRegistry(heavy_backend.where(registry_path)) as second:
         info = second.get("t1")
         assert info is not None and (info.status, info.turns, info.title) == ("error", 1, "hello")
         assert [line.text for line in second.lines("t1")] == ["hello"]
@@ -363,7 +373,10 @@ def test_unencodable_customer_and_title_are_stored_not_half_made(registry: Threa
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
-def test_a_lease_of_a_process_that_ended_unreaped_is_taken_over(registry: ThreadRegistry) -> None:
+def test_a_lease_of_a_process_that_ended_unreaped_is_taken_over(
+    sqlite_registry: ThreadRegistry,
+) -> None:
+    registry = sqlite_registry
     registry.ensure("z1", customer=None)
     # A `shopbot chat` that ended (killed) while its parent, say a supervisor, has not
     # reaped it yet: it still answers kill(pid, 0).
@@ -394,8 +407,9 @@ def test_a_lease_of_a_process_that_ended_unreaped_is_taken_over(registry: Thread
 
 
 def test_a_turn_held_elsewhere_is_told_only_while_its_lease_is_live(
-    registry: ThreadRegistry,
+    sqlite_registry: ThreadRegistry,
 ) -> None:
+    registry = sqlite_registry
     registry.ensure("h1", customer=None)
     assert not registry.turn_held_elsewhere("h1", "me")  # no lease
     assert registry.claim_turn("h1", "me")
@@ -414,3 +428,34 @@ def test_a_line_holding_a_key_is_stored_redacted(registry: ThreadRegistry) -> No
     line = registry.append_line("t-key", "note", "failed: Authorization: Bearer abc123def456ghi")
     assert line.text == "failed: Authorization: [REDACTED]"
     assert [stored.text for stored in registry.lines("t-key")] == [line.text]
+
+
+def test_a_postgres_turn_lease_is_an_advisory_lock_that_ends_with_its_session(
+    postgres_cluster: Cluster, postgres_url: str, tmp_path: Path
+) -> None:
+    where = Backend("postgres", tmp_path, postgres_url).where()
+    dbname = postgres_url.rsplit("/", 1)[1]
+    with ThreadRegistry(where) as one, ThreadRegistry(where) as two:
+        one.ensure("l1", customer=None)
+        assert one.claim_turn("l1", "first")
+        assert not two.claim_turn("l1", "second")
+        assert two.turn_holder("l1", "second") == (socket.gethostname(), os.getpid())
+        with postgres_cluster.admin() as admin:
+            # The lease is the server's lock, held by one session, whatever the rows say.
+            holders = admin.execute(
+                "SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database"
+                " WHERE l.locktype = 'advisory' AND l.granted AND d.datname = %s",
+                (dbname,),
+            ).fetchall()
+            assert len(holders) == 1
+            # Its process dies without a word (killed, its machine gone): the session ends.
+            admin.execute("SELECT pg_terminate_backend(%s)", holders[0])
+        # (The server takes a moment to end the session; it then frees its locks.)
+        deadline = time.monotonic() + 10
+        while not two.claim_turn("l1", "second") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert two.turn_holder("l1", "first") == (socket.gethostname(), os.getpid())
+        assert not one.renew_turn("l1", "first")  # its holder learns that it lost it
+        assert not one.claim_turn("l1", "first")
+        two.release_turn("l1", "second")
+        assert one.claim_turn("l1", "first")

@@ -623,9 +623,7 @@ async def test_notes_of_a_misread_order_id_are_whole_and_read_as_what_happened(
             "gate: order id rejected: Order ID 'ORD-02' does not match the required format "
             "ORD-XXX (three digits, example: ORD-001)",
             "correcting (1/2)",
-            "lookup_order not run: it named 'ORD-02', and the order checked this turn is "
-            "ORD-002: the model was told to use that one.",
-        ]
+        ]  # (then the corrected call runs: no "refused" note on a path that ends well)
         # Wrapped on screen, not cut.
         painted = " ".join(
             " ".join(painted_text(app, note).split()) for note in app.chat.query(SystemNote)

@@ -43,6 +43,6 @@ async def test_joined_emoji_keep_their_joiners_and_the_bubble_its_border(tmp_pat
         for line in lines:
             # As wide to that terminal as to the layout: the right border where it belongs.
             assert cells_one_by_one(line) == cell_len(line) == bubble.region.width, line
-    with ThreadRegistry(tmp_path / "threads.sqlite") as registry:
+    with ThreadRegistry(tmp_path / "shopbot.sqlite") as registry:
         said = [line.text for line in registry.lines("t-emoji") if line.role == "customer"]
     assert said == [TEXT]

@@ -21,7 +21,7 @@ SHOWN = "␛[31mRED␛[0m order status for ORD-002, esc test"
 
 
 def _customer_lines(home: Path, thread_id: str) -> list[str]:
-    with ThreadRegistry(home / "threads.sqlite") as registry:
+    with ThreadRegistry(home / "shopbot.sqlite") as registry:
         return [line.text for line in registry.lines(thread_id) if line.role == "customer"]
 
 

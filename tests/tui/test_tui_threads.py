@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from textual import events
 from textual.color import Color
-from textual.command import CommandList, CommandPalette
+from textual.command import CommandInput, CommandList, CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Button, DataTable, Input, Tab, Tabs
 
@@ -435,7 +435,9 @@ async def test_palette_commands_that_need_the_engine_say_it_is_still_loading(
         for said, command in enumerate(("new conv", "switch thr", "export chat"), start=1):
             await pilot.press("ctrl+p")
             await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), "palette")
-            await pilot.press(*command)
+            # Put in at once, as a paste: a key pressed waits for the app to be idle, which
+            # the loading indicator, spinning all along, never is (a second per key).
+            app.screen.query_one(CommandInput).value = command
             await wait_until(
                 pilot,
                 lambda: app.screen.query_one(CommandList).option_count > 0,

@@ -83,7 +83,7 @@ def _not_found(order_id: str) -> str:
 
 @tool(args_schema=OrderExtraction, response_format="content_and_artifact")
 def lookup_order(order_id: str, query_type: str, runtime: ToolRuntime[Any, Any]) -> Outcome:
-    """Look up a customer's order by order ID: product, status, amount and delivery date."""
+    """An order's product, status, amount and delivery."""
     this, verdict = _checked(
         check_order_request, {"order_id": order_id, "query_type": query_type}, runtime
     )
@@ -102,7 +102,7 @@ def lookup_order(order_id: str, query_type: str, runtime: ToolRuntime[Any, Any])
 
 @tool(args_schema=OrderReference, response_format="content_and_artifact")
 def check_refund_eligibility(order_id: str, runtime: ToolRuntime[Any, Any]) -> Outcome:
-    """Check whether an order can be refunded. Only Delivered orders are eligible."""
+    """Whether an order can be refunded."""
     this, verdict = _checked(check_order_request, {"order_id": order_id}, runtime)
     if verdict.cleaned is None:
         return _refused(verdict)
@@ -126,7 +126,7 @@ def check_refund_eligibility(order_id: str, runtime: ToolRuntime[Any, Any]) -> O
 
 @tool(args_schema=RefundExtraction, response_format="content_and_artifact")
 def process_refund(order_id: str, reason: str, runtime: ToolRuntime[Any, Any]) -> Outcome:
-    """Refund a delivered order. A human approves every refund before it runs."""
+    """Refund an order; a person approves it first."""
     this, verdict = _checked(
         check_refund_request, {"order_id": order_id, "reason": reason}, runtime
     )
@@ -156,7 +156,7 @@ def process_refund(order_id: str, reason: str, runtime: ToolRuntime[Any, Any]) -
 
 @tool(args_schema=ComplaintExtraction, response_format="content_and_artifact")
 def file_complaint(issue_summary: str, sentiment: str, runtime: ToolRuntime[Any, Any]) -> Outcome:
-    """Record the customer's complaint: a one-sentence summary and how they feel."""
+    """File the customer's complaint."""
     _, verdict = _checked(
         check_complaint, {"issue_summary": issue_summary, "sentiment": sentiment}, runtime
     )

@@ -13,6 +13,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
+from agents.graph.prompts import CUSTOMER_INTRO, FACTS_INTRO
 from agents.models.offline.answers import (
     ANYTHING_ELSE,
     ASK_COMPLAINT_DETAILS,
@@ -63,9 +64,9 @@ from agents.models.offline.reading import (
 
 # How the act node ends its answer to a call the gates say was misread (tool_calls.py).
 CORRECTED_CALL_ENDS = "again with the corrected value."
-_FACTS = re.compile(r"Validated by the shop's rules this turn: (\{.*?\})\. Use exactly")
+_FACTS = re.compile(re.escape(FACTS_INTRO) + r"(\{.*?\})\. Use exactly")
 # The customer line may be the prompt's last: "$" as well as a following part.
-_CUSTOMER = re.compile(r"Customer \(verified by the session\): (.+?)\.(?:\n|$)")
+_CUSTOMER = re.compile(re.escape(CUSTOMER_INTRO) + r"(.+?)\.(?:\n|$)")
 _LOOKUP = re.compile(
     r"Order (?P<id>ORD-\d+): (?P<product>.+?) \| Status: (?P<status>.+?) \| "
     r"Amount: (?P<amount>\$[\d.,]+) \| Delivery: (?P<delivery>[^|]+)(?:\| Refunded: (?P<ref>\S+))?"

@@ -1,0 +1,1 @@
+"""ShopBot under a LangGraph server: the graph module and the auth module `langgraph.json` names."""

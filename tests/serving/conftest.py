@@ -1,0 +1,40 @@
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+
+from tests.support import langgraph_dev
+
+DANA_TOKEN = "dana-0123456789-token"
+LEE_TOKEN = "lee-9876543210-token"
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[langgraph_dev.Served]:
+    """One `langgraph dev` for the serving tests (it takes 15 s or more to start)."""
+    folder: Path = tmp_path_factory.mktemp("langgraph-dev")
+    try:
+        server = langgraph_dev.start(
+            folder,
+            tokens=f"dana:{DANA_TOKEN}, lee:{LEE_TOKEN}",
+            # lee decides refunds above the auto-refund limit; dana has the standard one.
+            reviewers='[reviewers]\nlee = "2000.00"\n',
+        )
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield server
+    langgraph_dev.stop(server)
+
+
+@pytest.fixture(scope="session")
+def client(served: langgraph_dev.Served) -> SyncLangGraphClient:
+    """The SDK's client, as the operator dana."""
+    return get_sync_client(url=served.url, headers={"Authorization": f"Bearer {DANA_TOKEN}"})
+
+
+@pytest.fixture(scope="session")
+def assistant_id(client: SyncLangGraphClient) -> str:
+    (assistant,) = client.assistants.search(graph_id="shopbot")
+    return str(assistant["assistant_id"])
