@@ -1,16 +1,15 @@
 """The ShopBot terminal app: paints first, then loads the engine in a worker.
 
 Nothing imported here at module level pulls in LangChain or LangGraph (about a second):
-the facade is imported in a thread once the first screen is on the terminal.
+the backend starts its engine in a worker once the first screen is on the terminal.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual import events, on, work
 from textual.app import App
@@ -21,28 +20,25 @@ from textual.notifications import SeverityLevel
 from textual.theme import Theme
 from textual.widgets import HelpPanel
 
-from agents.facade import (
+from agents.backend import (
+    Backend,
+    LocalBackend,
     MessageRejected,
     Settings,
-    failure_text,
-    load_engine,
     person_name,
     validate_thread_id,
 )
 from shopbot_tui.chat.messages import EngineFailed, EngineReady
 from shopbot_tui.chat.screen import ChatScreen
 from shopbot_tui.collector import resume_after_start_up, resume_collecting
-from shopbot_tui.commands import ShopBotCommands
 from shopbot_tui.ids import new_thread_id
+from shopbot_tui.palette import ShopBotCommands
 from shopbot_tui.preferences import Preferences, PreferencesFile, PreferencesUnreadable
 from shopbot_tui.widgets.conversation import prepare_markdown
 
-if TYPE_CHECKING:
-    from agents.facade import ShopBotEngine
-
 log = logging.getLogger("shopbot.tui")
-EngineFactory = Callable[[], "ShopBotEngine"]
-# Visible streaming for a person; tests inject an engine with no delay.
+BackendFactory = Callable[[], Backend]
+# Visible streaming for a person; tests inject a backend with no delay.
 OFFLINE_TOKEN_DELAY = 0.01
 # Narrower or shorter than this (columns, rows), toasts are one full-width line (CSS).
 SMALL_TOASTS_BELOW = (70, 20)
@@ -51,7 +47,8 @@ DARK_THEME = "textual-dark"
 
 
 class ShopBotApp(App[int]):
-    """`ShopBotApp(settings, thread_id=None, customer=None, engine_factory=None)`."""
+    """`ShopBotApp(settings, thread_id=None, customer=None, backend_factory=None)`; by
+    default ShopBot runs in this process (`LocalBackend`)."""
 
     TITLE = "ShopBot"
     # The chat screen's stylesheet, here: Textual loads a screen's own CSS_PATH only when the
@@ -87,15 +84,21 @@ class ShopBotApp(App[int]):
         *,
         thread_id: str | None = None,
         customer: str | None = None,
-        engine_factory: EngineFactory | None = None,
+        backend_factory: BackendFactory | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings
-        self.engine: ShopBotEngine | None = None
-        self._engine_factory = engine_factory
         self._exit_code = 0
         thread_id, customer = checked_start(thread_id, customer)
-        self.chat = ChatScreen(settings, thread_id=thread_id or new_thread_id(), customer=customer)
+        # Built now, started after the first frame (`_load_engine`): reads (the audit log)
+        # work before it runs, and when it cannot start.
+        self.backend: Backend = (backend_factory or self._default_backend)()
+        self.chat = ChatScreen(
+            settings,
+            self.backend,
+            thread_id=thread_id or new_thread_id(),
+            customer=customer,
+        )
         self.preferences = PreferencesFile(settings.home)
         self._preferences_problem = self._apply_preferences()
 
@@ -167,34 +170,32 @@ class ShopBotApp(App[int]):
 
     @work(exclusive=True, exit_on_error=False, group="engine")
     async def _load_engine(self) -> None:
-        """Import the engine off the event loop (the screen keeps painting), then start it."""
+        """Start the backend (locally: import and start the engine, off the event loop: the
+        screen keeps painting)."""
+        backend = self.backend
         try:
-            engine_class = await asyncio.to_thread(_load_in_background)
-            factory = self._engine_factory or await self._default_factory(engine_class)
-            engine = factory()
-            await engine.start()
+            await backend.start()
             resume_after_start_up()
         except Exception as exc:
             resume_collecting()
             # A store damaged past its first page fails mid-start (reconciling the refunds
             # reads the audit log): named, as everywhere.
-            problem = await asyncio.to_thread(failure_text, self.settings, exc)
+            problem = await backend.describe_failure(exc)
             self.post_message(EngineFailed(problem))
         else:
-            self.post_message(EngineReady(engine))
+            self.post_message(EngineReady())
 
-    async def _default_factory(self, engine_class: type[ShopBotEngine]) -> EngineFactory:
-        settings = self.settings
-        # Building the model imports its client (ChatMistralAI's is heavy too): off the loop.
-        engine = await asyncio.to_thread(
-            engine_class, settings, offline_token_delay=OFFLINE_TOKEN_DELAY
+    def _default_backend(self) -> Backend:
+        return LocalBackend(
+            self.settings,
+            via="app",
+            offline_token_delay=OFFLINE_TOKEN_DELAY,
+            before_start=_warm_markdown,
         )
-        return lambda: engine
 
     @on(EngineReady)
     async def _engine_ready(self, message: EngineReady) -> None:
-        self.engine = message.engine
-        await self.chat.attach_engine(message.engine)
+        await self.chat.attach_backend()
 
     @on(EngineFailed)
     async def _engine_failed(self, message: EngineFailed) -> None:
@@ -234,11 +235,10 @@ class ShopBotApp(App[int]):
         self.screen.remove_class("-keys-shown")
 
     async def on_unmount(self) -> None:
-        if self.engine is not None:
+        if self.chat.backend is not None:
             # What was typed and not sent is there next time (before the registry closes).
             await self.chat.drafts.keep()
-            engine, self.engine = self.engine, None
-            await engine.aclose()
+        await self.backend.close()
 
     async def action_quit(self) -> None:
         self.exit(self._exit_code)
@@ -247,14 +247,13 @@ class ShopBotApp(App[int]):
         self.theme = LIGHT_THEME if self.current_theme.dark else DARK_THEME
 
 
-def _load_in_background() -> type[ShopBotEngine]:
-    engine_class = load_engine()
+def _warm_markdown() -> None:
+    """In the engine's import thread: a head start for the first reply."""
     try:
         prepare_markdown()
     except Exception:
         # Only a head start for the first reply: never a reason not to start.
         log.warning("warming up the Markdown renderer failed", exc_info=True)
-    return engine_class
 
 
 class StartRefused(ValueError):

@@ -17,11 +17,10 @@ from collections.abc import Iterable
 from time import monotonic
 
 from textual import constants, events
-from textual._loop import loop_last
-from textual._parser import ParseError
-from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
 from textual.message import Message
+
+from shopbot_tui.textual_private import ParseError, XTermParser, loop_last
 
 PASTE_START = "\x1b[200~"
 PASTE_END = "\x1b[201~"

@@ -22,10 +22,7 @@ def hide_covered_toasts(screen: Screen[Any]) -> None:
 
 def withdraw_toasts(app: App[Any], title: str) -> None:
     """Take back the notifications titled `title` before their time is up (what they say
-    stopped being true). Textual has no public call for this: a click on a toast removes it
-    with the same private one, `_unnotify`."""
-    stale = [notification for notification in app._notifications if notification.title == title]
-    for notification in stale:
-        app._unnotify(notification, refresh=False)
-    if stale:
-        app._refresh_notifications()
+    stopped being true). Textual has no public call for this (textual_private.py)."""
+    from shopbot_tui.textual_private import withdraw_notifications
+
+    withdraw_notifications(app, title)

@@ -1,5 +1,5 @@
 """Plays the flows: each try is one conversation in a throwaway home of its own, driven through
-the facade's engine exactly as a front drives it (customer messages, the reviewer's
+the engine exactly as a front drives it (customer messages, the reviewer's
 decisions), then read back from that home and checked. The result of each try is also put in
 its home's audit log (`eval_result`); nothing is ever written to the user's own home."""
 
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from langchain_core.language_models import BaseChatModel
 
+from agents.backend.local import load_engine
 from agents.errors import InputError
 from agents.eval.checks import expectation_failures
 from agents.eval.flow import Flow, Turn
@@ -23,13 +24,12 @@ from agents.eval.observed import Observed, TurnRecord
 from agents.eval.results import FlowResult, SuiteResult, TryResult
 from agents.eval.violations import safety_violations
 from agents.events import ApprovalRequest, EngineEvent, outcome
-from agents.facade import load_engine
 from agents.reviewer import Reviewer
 from agents.settings import Settings
 from gates import normalise_order_id
 
 if TYPE_CHECKING:
-    from agents.facade import ShopBotEngine
+    from agents.runner.engine import ShopBotEngine
 
 # Who decides in an eval: named so in the throwaway home's audit log.
 SCRIPTED_REVIEWER = Reviewer("scripted reviewer", "shopbot eval")

@@ -24,7 +24,7 @@ class ShopState(TypedDict, total=False):
     summary: str
     order_id: str
     ticket_category: str
-    # Reset to 0 by each new customer message (the facade's input); the hand-off cap reads it.
+    # Reset to 0 by each new customer message (a run's input); the hand-off cap reads it.
     handoffs: int
     # Corrections asked of the model this turn, by any specialist: at most MAX_CORRECTIONS a
     # turn, then a human takes over; reset by each new customer message, carried by hand-offs.

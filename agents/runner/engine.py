@@ -1,5 +1,5 @@
-"""The engine behind the facade: run a turn, answer an approval, list threads, read
-transcripts and the audit log. Fronts reach it through `agents.facade` and never see graphs
+"""The engine behind the local backend: run a turn, answer an approval, list threads, read
+transcripts and the audit log. Fronts reach it through `agents.backend` and never see graphs
 or messages."""
 
 from __future__ import annotations

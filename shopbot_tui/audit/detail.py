@@ -15,7 +15,7 @@ from textual.content import Content
 from textual.highlight import highlight
 from textual.widgets import Static
 
-from agents.facade import AuditEvent, visible
+from agents.backend import AuditEvent, visible
 from shopbot_tui.audit.table import ALARM_KINDS
 
 _LABEL_STYLE = "$text-muted"

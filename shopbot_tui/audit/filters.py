@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input, Label, Select
 
-from agents.facade import AUDIT_KINDS, AuditQuery
+from agents.backend import AUDIT_KINDS, AuditQuery
 from shopbot_tui.audit.periods import PERIODS, period_since
 from shopbot_tui.audit.table import fit_cell
 

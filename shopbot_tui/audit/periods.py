@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 
-from agents.facade import normalise_ts
+from agents.backend import normalise_ts
 
 
 @dataclass(frozen=True)

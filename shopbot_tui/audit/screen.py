@@ -1,22 +1,21 @@
 """The audit-log viewer: filter, page through, inspect and export audit events, newest first.
 
-Every database call runs in a thread worker that only posts messages; the handlers here own
+Every read goes to the backend in a worker that only posts messages; the handlers here own
 the widgets (Harlequin's rule). Each query gets a generation number: a newer filter cancels
 the older workers (`exclusive=True`) and any result from an older generation is dropped.
-Pages are keyed by id (`AuditLog.page(before_id=...)`), so 100k events cost what 200 do.
+Pages are keyed by id (`audit_page(before_id=...)`), so 100k events cost what 200 do.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from functools import partial
 from pathlib import Path
-from typing import ClassVar, cast
+from typing import TYPE_CHECKING, ClassVar, TextIO, cast
 
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -26,18 +25,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import Footer, Header, Input, LoadingIndicator, Select, Static
-from textual.worker import get_current_worker
 
-from agents.facade import (
-    AuditEvent,
-    AuditLog,
-    AuditQuery,
-    InputError,
-    Location,
-    StorageError,
-    file_failure_text,
-)
-from shopbot_tui.audit.connections import AuditConnections
+from agents.backend import AuditEvent, AuditQuery, InputError
 from shopbot_tui.audit.detail import AuditEventDetail
 from shopbot_tui.audit.filters import AuditFilterBar
 from shopbot_tui.audit.table import AuditEventTable, kind_styles
@@ -47,13 +36,8 @@ LOADING_DELAY_S = 0.15
 # A Select with thousands of options is slow to build and useless to scroll: offer the most
 # recently active threads (plus the preset one); the free-text filter finds the others.
 MAX_THREAD_OPTIONS = 200
-_DB_ERRORS = (StorageError, sqlite3.Error, ValueError, OSError, InputError)
 
 _NO_EVENT = object()
-
-
-def _beside(where: Location) -> Path:
-    return where.parent / "exports" if isinstance(where, Path) else Path("exports").resolve()
 
 
 class _PageLoaded(Message):
@@ -96,8 +80,12 @@ class _ExportFinished(Message):
         self.error = error
 
 
-def export_file(log: AuditLog, query: AuditQuery, folder: Path) -> tuple[Path, int]:
-    """Write the events matching `query` to a new timestamped JSONL file in `folder`."""
+if TYPE_CHECKING:
+    from agents.backend import Backend
+
+
+def new_export_file(folder: Path) -> tuple[Path, TextIO]:
+    """A new timestamped JSONL file in `folder`, open for writing."""
     folder.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     for attempt in range(1, 100):
@@ -108,8 +96,7 @@ def export_file(log: AuditLog, query: AuditQuery, folder: Path) -> tuple[Path, i
             handle = path.open("x", encoding="utf-8", newline="\n")
         except FileExistsError:
             continue
-        with handle:
-            return path, log.export_jsonl(handle, query)
+        return path, handle
     raise FileExistsError(f"Too many exports named audit-{stamp}*.jsonl in {folder}")
 
 
@@ -168,21 +155,19 @@ class AuditViewerScreen(Screen[OpenAt | None]):
 
     def __init__(
         self,
-        audit_path: Location,
+        backend: Backend,
         *,
+        export_dir: Path,
         thread_id: str | None = None,
-        export_dir: Path | None = None,
         tz: tzinfo | None = None,
         clock: Callable[[], datetime] | None = None,
-        connections: AuditConnections | None = None,
     ) -> None:
-        """`tz` is the zone for the time column and "Today" (None: local), `clock` what "now"
-        is for the period filter; tests pin both. `connections`: the app's, kept open after
-        the viewer closes (by default the viewer opens its own and closes them)."""
+        """`backend`: where the audit log is read; `export_dir`: where `x` writes its files.
+        `tz` is the zone for the time column and "Today" (None: local), `clock` what "now"
+        is for the period filter; tests pin both."""
         super().__init__()
-        self.audit_path = audit_path
-        # (Beside the home's database; a PostgreSQL deployment's callers say where.)
-        self.export_dir = export_dir or _beside(audit_path)
+        self._backend = backend
+        self.export_dir = export_dir
         self.first_page_shown = asyncio.Event()
         self.results_shown = asyncio.Event()
         self.last_export: Path | None = None
@@ -200,8 +185,6 @@ class AuditViewerScreen(Screen[OpenAt | None]):
         self._newest_before_refresh: int | None = None
         self._pending_detail: object = _NO_EVENT
         self._latest_page: _PageLoaded | None = None
-        self._owns_connections = connections is None
-        self._connections = connections or AuditConnections(audit_path)
         self._count_text = ""
         # Held, not queried: a query walks the whole screen (the thread filter's options too).
         self._table = AuditEventTable(tz=self._tz, id="audit-table")
@@ -257,9 +240,6 @@ class AuditViewerScreen(Screen[OpenAt | None]):
 
     def on_unmount(self) -> None:
         self.app.theme_changed_signal.unsubscribe(self)
-        if self._owns_connections:
-            # A worker may still be inside a query on these: close them off the event loop.
-            self._connections.close_in_background()
 
     def _restyle(self, _theme: Theme) -> None:
         self.query_one(AuditEventTable).set_kind_styles(kind_styles(self.app.theme_variables))
@@ -315,55 +295,52 @@ class AuditViewerScreen(Screen[OpenAt | None]):
             self.show_count("counting…")
         self._load_page(self._generation, query, None)
 
-    # --- workers: database only, results as messages ----------------------------------
+    # --- workers: the backend only, results as messages --------------------------------
 
-    def _problem(self, exc: Exception) -> str:
-        """(In a worker thread: naming damage runs SQLite's quick_check.)"""
-        return file_failure_text("audit log", self.audit_path, exc)
+    async def _problem(self, exc: Exception) -> str:
+        return await self._backend.describe_failure(exc)
 
-    @work(thread=True, exclusive=True, group="audit-page", exit_on_error=False)
-    def _load_page(self, generation: int, query: AuditQuery, before_id: int | None) -> None:
+    @work(exclusive=True, group="audit-page", exit_on_error=False)
+    async def _load_page(self, generation: int, query: AuditQuery, before_id: int | None) -> None:
         try:
-            events = self._connections.run(
-                "pages", lambda log: log.page(query, limit=PAGE_SIZE, before_id=before_id)
-            )
+            events = await self._backend.audit_page(query, limit=PAGE_SIZE, before_id=before_id)
         except InputError as exc:  # the search itself (too many words): the person can fix it
             self.post_message(_LoadFailed(generation, str(exc), page=True, bad_search=True))
             return
-        except _DB_ERRORS as exc:
-            self.post_message(_LoadFailed(generation, self._problem(exc), page=True))
+        except Exception as exc:
+            self.post_message(_LoadFailed(generation, await self._problem(exc), page=True))
             return
-        if not get_current_worker().is_cancelled:
-            loaded = _PageLoaded(generation, events, first=before_id is None)
-            self._latest_page = loaded  # on_mount takes it early (see there)
-            self.post_message(loaded)
+        loaded = _PageLoaded(generation, events, first=before_id is None)
+        self._latest_page = loaded  # on_mount takes it early (see there)
+        self.post_message(loaded)
 
-    @work(thread=True, exclusive=True, group="audit-count", exit_on_error=False)
-    def _count(self, generation: int, query: AuditQuery) -> None:
+    @work(exclusive=True, group="audit-count", exit_on_error=False)
+    async def _count(self, generation: int, query: AuditQuery) -> None:
         try:
-            count = self._connections.run("stats", lambda log: log.count(query))
-        except _DB_ERRORS as exc:
-            self.post_message(_LoadFailed(generation, self._problem(exc), page=False))
+            count = await self._backend.audit_count(query)
+        except Exception as exc:
+            self.post_message(_LoadFailed(generation, await self._problem(exc), page=False))
             return
-        if not get_current_worker().is_cancelled:
-            self.post_message(_CountLoaded(generation, count))
+        self.post_message(_CountLoaded(generation, count))
 
-    @work(thread=True, exclusive=True, group="audit-threads", exit_on_error=False)
-    def _load_threads(self) -> None:
+    @work(exclusive=True, group="audit-threads", exit_on_error=False)
+    async def _load_threads(self) -> None:
         try:
-            thread_ids = self._connections.run("stats", AuditLog.thread_ids)
-        except _DB_ERRORS:
+            thread_ids = await self._backend.audit_thread_ids()
+        except Exception:
             return  # the page worker reports a broken database; the filter keeps its options
         self.post_message(_ThreadsLoaded(thread_ids[:MAX_THREAD_OPTIONS]))
 
-    @work(thread=True, group="audit-export", exit_on_error=False)
-    def _export(self, query: AuditQuery) -> None:
+    @work(group="audit-export", exit_on_error=False)
+    async def _export(self, query: AuditQuery) -> None:
         try:
-            path, count = self._connections.run(
-                "export", lambda log: export_file(log, query, self.export_dir)
-            )
-        except _DB_ERRORS as exc:
-            self.post_message(_ExportFinished(None, 0, self._problem(exc)))
+            path, handle = await asyncio.to_thread(new_export_file, self.export_dir)
+            try:
+                count = await self._backend.audit_export(query, handle)
+            finally:
+                await asyncio.to_thread(handle.close)
+        except Exception as exc:
+            self.post_message(_ExportFinished(None, 0, await self._problem(exc)))
             return
         self.post_message(_ExportFinished(path, count))
 

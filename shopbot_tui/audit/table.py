@@ -30,7 +30,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from agents.facade import AuditEvent, visible
+from agents.backend import AuditEvent, visible
 
 # Kinds that mean something went wrong or a person must look: bold, in the error colour.
 ALARM_KINDS = frozenset({"gate_failed", "escalated", "provider_error", "limit_reached"})

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from agents.facade import Reviewer
 from shopbot_tui.widgets.side_panel import step_text
 
 # The side panel's step while another process (a window, `shopbot`) answers on the thread.
@@ -15,9 +14,9 @@ ANSWERING_ELSEWHERE = "answering in another window"
 log = logging.getLogger("shopbot.tui")
 
 if TYPE_CHECKING:
-    from agents.facade import ApprovalRequest
+    from agents.backend import ApprovalRequest
     from shopbot_tui.chat.approval_screen import ApprovalScreen
-    from shopbot_tui.chat.screen import ChatScreen
+    from shopbot_tui.chat.parts import ChatParts
 
 
 def checks_asked_about(request: ApprovalRequest) -> list[tuple[str, bool, str]]:
@@ -31,7 +30,7 @@ def checks_asked_about(request: ApprovalRequest) -> list[tuple[str, bool, str]]:
 class ApprovalFlow:
     """Asks the person on `chat` for the decisions its threads wait for."""
 
-    def __init__(self, chat: ChatScreen) -> None:
+    def __init__(self, chat: ChatParts) -> None:
         self._chat = chat
         # The approval dialog open or about to open (it is pushed after the next refresh):
         # the app says every notification in it meanwhile (ShopBotApp.notify).
@@ -59,7 +58,6 @@ class ApprovalFlow:
         else:
             step = step_text("answering" if answering else "idle")
         chat.show_agent(agent, step)
-        chat.sync_bindings()
         if pending is not None:
             self.ask(pending)
 
@@ -75,15 +73,14 @@ class ApprovalFlow:
         # (Imported here: not needed for the first paint.)
         from shopbot_tui.chat.approval_screen import ApprovalScreen
 
-        # Named in the dialog before the decision, and recorded with it in the audit log.
-        reviewer = Reviewer.here("app")
-        engine = chat.engine
+        backend = chat.backend
         self.dialog = modal = ApprovalScreen(
             request,
-            reviewer,
-            reread=engine.approval_as_it_stands if engine is not None else None,
+            # Named in the dialog before the decision: the backend's, recorded with it.
+            chat.records.reviewer,
+            reread=backend.decision_as_it_stands if backend is not None else None,
             on_reread=self._read_again,
-            may_not_decide=engine.may_not_decide(request, reviewer) if engine is not None else None,
+            may_not_decide=backend.may_not_decide(request) if backend is not None else None,
         )
 
         def decided(decision: str | None) -> None:
@@ -96,15 +93,12 @@ class ApprovalFlow:
                 chat.notices.decision_still_pending()
             elif request.thread_id in chat.busy:
                 chat.notices.decision_not_sent(request.thread_id)
-            elif (engine := chat.engine) is not None:
+            elif (backend := chat.backend) is not None:
                 chat.turns.start(
                     request.thread_id,
                     # The request shown: one asked anew meanwhile is not decided by it.
-                    lambda: engine.resume(
-                        request.thread_id,
-                        decision,
-                        asked=request.request_id,
-                        reviewer=reviewer,
+                    lambda: backend.decide(
+                        request.thread_id, decision, request_id=request.request_id
                     ),
                     decision=decision,
                 )
@@ -131,11 +125,11 @@ class ApprovalFlow:
         was answered elsewhere (another window, `shopbot resume`), its dialog closes and the
         thread is shown as it is now, instead of offering a question nobody can answer."""
         chat = self._chat
-        asked, thread_id, engine = chat.pending, chat.thread_id, chat.engine
-        if asked is None or engine is None or thread_id in chat.busy:
+        asked, thread_id, backend = chat.pending, chat.thread_id, chat.backend
+        if asked is None or backend is None or thread_id in chat.busy:
             return
         try:
-            now = await engine.pending_approval(thread_id)
+            now = await backend.pending_decision(thread_id)
         except Exception:  # (said where it matters: when the thread is opened again)
             log.exception("reading the decision %s waits for failed", thread_id)
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Static
 
-from agents.facade import ApprovalRequest, Reviewer, earlier_decision, visible
+from agents.backend import ApprovalRequest, Reviewer, earlier_decision, visible
 from shopbot_tui.widgets.message_box import one_line
 
 log = logging.getLogger("shopbot.tui")
@@ -213,7 +213,7 @@ class RequestReread(Message):
     request: ApprovalRequest
 
 
-Reread = Callable[[ApprovalRequest], ApprovalRequest]
+Reread = Callable[[ApprovalRequest], Awaitable[ApprovalRequest]]
 
 
 class ApprovalScreen(ModalScreen[str | None]):
@@ -412,12 +412,13 @@ class ApprovalScreen(ModalScreen[str | None]):
         if self._reread is not None:
             self._read_again(self._reread)
 
-    @work(thread=True, exit_on_error=False, group="approval-reread")
-    def _read_again(self, reread: Reread) -> None:
-        """The ledger and the audit log read for this request, off the event loop. A failed
-        read leaves the request as it was asked (the decision still meets the ledger)."""
+    @work(exit_on_error=False, group="approval-reread")
+    async def _read_again(self, reread: Reread) -> None:
+        """The ledger and the audit log read for this request (by the backend, off the event
+        loop). A failed read leaves the request as it was asked (the decision still meets the
+        ledger)."""
         try:
-            now = reread(self.request)
+            now = await reread(self.request)
         except Exception:
             log.exception("reading the ledger for the approval failed")
             return

@@ -1,29 +1,25 @@
 """What the chat does when the person asks: send a message (Enter), and the commands of the
-key bindings and the command palette (commands.py): start or switch conversations, copy the
+key bindings and the command palette (palette.py): start or switch conversations, copy the
 last reply, export the chat, open the audit log, mark an escalation handled."""
 
 from __future__ import annotations
 
-import asyncio
-from functools import partial
 from typing import TYPE_CHECKING
 
-from agents import facade
-from agents.facade import Reviewer
+from agents import backend as api
+from shopbot_tui.chat.conversation_reads import export_transcript
 from shopbot_tui.chat.messages import EscalationClosed
 from shopbot_tui.chat.notices import (
     NO_ENGINE,
     STILL_ANSWERING,
     WAITS_FOR_DECISION,
 )
-from shopbot_tui.chat.stored_thread import export_transcript
 from shopbot_tui.ids import new_thread_id
 
 if TYPE_CHECKING:
-    from agents.facade import ShopBotEngine
-    from shopbot_tui.audit.connections import AuditConnections
+    from agents.backend import Backend
     from shopbot_tui.audit.screen import OpenAt
-    from shopbot_tui.chat.screen import ChatScreen
+    from shopbot_tui.chat.parts import ChatParts
     from shopbot_tui.threads.views import ViewName
 
 
@@ -31,33 +27,25 @@ class ChatCommands:
     """What the person asks of `chat`; commands that need the engine say it is loading until
     it is up (their keys are off till then, but the command palette offers them)."""
 
-    def __init__(self, chat: ChatScreen) -> None:
+    def __init__(self, chat: ChatParts) -> None:
         self._chat = chat
-        # The audit viewer's, kept between openings (see audit_connections).
-        self._audit_connections: AuditConnections | None = None
         # (thread id, text) of a message sent before its conversation could take it.
         self._when_ready: tuple[str, str] | None = None
-
-    def close(self) -> None:
-        """The chat is going: close what the commands kept open."""
-        if self._audit_connections is not None:
-            self._audit_connections.close_in_background()
-            self._audit_connections = None
 
     def send(self, text: str) -> None:
         """Start a turn on the open thread with `text`, or say why not (it stays in the box)."""
         chat = self._chat
-        engine, thread_id, customer = chat.engine, chat.thread_id, chat.customer
+        backend, thread_id, customer = chat.backend, chat.thread_id, chat.customer
         if not text:
             # Nothing typed (an Enter more, as after deciding in the dialog): nothing to say.
             return
-        if engine is None and chat.engine_error is not None:
+        if backend is None and chat.engine_error is not None:
             chat.notices.not_sent(NO_ENGINE)
-        elif engine is None or not chat.thread_ready:
+        elif backend is None or not chat.thread_ready:
             # Sent once the conversation can take it (`send_when_ready`): refused, it had to
             # be sent again, and the first thing a person does is type.
             self._when_ready = (thread_id, text)
-            chat.notices.sending_when_ready(loading=engine is None)
+            chat.notices.sending_when_ready(loading=backend is None)
         elif thread_id in chat.busy:
             chat.notices.not_sent(STILL_ANSWERING)
         elif chat.pending is not None:
@@ -67,7 +55,7 @@ class ChatCommands:
         else:
             chat.turns.start(
                 thread_id,
-                lambda: engine.run_turn(thread_id, text, customer=customer),
+                lambda: backend.send(thread_id, text, customer=customer),
                 text=text,
             )
 
@@ -78,7 +66,7 @@ class ChatCommands:
         its draft, unsent."""
         chat = self._chat
         waiting = self._when_ready
-        if waiting is None or chat.engine is None or not chat.thread_ready:
+        if waiting is None or chat.backend is None or not chat.thread_ready:
             return  # (opened again meanwhile: once that opening is done)
         self._when_ready = None
         thread_id, text = waiting
@@ -93,28 +81,28 @@ class ChatCommands:
         """Stop the open thread's running turn (esc): it ends with a note saying so, and
         whatever it streamed that no ReplyDone confirmed goes, as for any unfinished reply."""
         chat = self._chat
-        engine, thread_id = chat.engine, chat.thread_id
-        if engine is None:
+        backend, thread_id = chat.backend, chat.thread_id
+        if backend is None:
             return
-        if chat.turns.stop(thread_id, engine):
+        if chat.turns.stop(thread_id, backend):
             chat.show_agent(chat.panel.agent, "stopping…")
         elif thread_id in chat.turns.busy and thread_id not in chat.turns.stopping:
             # Too late: said, or esc would seem broken.
-            chat.notices.cannot_stop(paying=engine.paying_refund(thread_id))
+            chat.notices.cannot_stop(paying=backend.paying_refund(thread_id))
 
-    def _engine(self) -> ShopBotEngine | None:
-        """The engine, or None, said why (loading, or it could not start)."""
+    def _backend(self) -> Backend | None:
+        """The backend, or None, said why (loading, or it could not start)."""
         chat = self._chat
-        if chat.engine is None:
+        if chat.backend is None:
             if chat.engine_error is not None:
                 chat.notices.engine_failed(chat.engine_error)
             else:
                 chat.notices.engine_loading()
-        return chat.engine
+        return chat.backend
 
     async def new_thread(self) -> None:
         chat = self._chat
-        if self._engine() is None:
+        if self._backend() is None:
             return
         # The open conversation's customer (ctrl+n is "the same customer"), none for one begun
         # without: the customer named last in another conversation was a guess, and whose
@@ -126,7 +114,7 @@ class ChatCommands:
     def choose_thread(self, view: ViewName = "all") -> None:
         """The conversation list, showing `view` (what needs a person, or all)."""
         chat = self._chat
-        if (engine := self._engine()) is None:
+        if (backend := self._backend()) is None:
             return
 
         from shopbot_tui.threads.screen import ThreadChoice, ThreadsScreen  # not for first paint
@@ -139,14 +127,9 @@ class ChatCommands:
 
         chat.app.push_screen(
             ThreadsScreen(
-                engine.list_threads,
-                stored_drafts=engine.drafted_threads,
+                backend,
                 drafts_now=chat.drafts.drafted,
-                escalated=lambda: {e.thread_id for e in engine.escalations()},
-                waiting=engine.waiting_for_decision,
-                count_threads=engine.count_threads,
                 current_thread=chat.thread_id,
-                settings=chat.settings,
                 view=view,
             ),
             callback=chosen,
@@ -156,18 +139,17 @@ class ChatCommands:
         """A person handled the open conversation's escalation (ctrl+g): closed under their
         name, in a worker; `escalation_closed` shows how it went."""
         chat = self._chat
-        if (engine := self._engine()) is None:
+        if (backend := self._backend()) is None:
             return
         if not chat.escalated_here:
             chat.notices.not_escalated()
             return
-        thread_id, reviewer = chat.thread_id, Reviewer.here("app")
+        thread_id = chat.thread_id
 
         async def close() -> None:
-            closed = await asyncio.to_thread(engine.close_escalation, thread_id, reviewer)
-            chat.post_message(
-                EscalationClosed(thread_id, closed, facade.escalation_handled_note(reviewer))
-            )
+            closed = await backend.mark_handled(thread_id)
+            note = api.escalation_handled_note(backend.reviewer)
+            chat.post_message(EscalationClosed(thread_id, closed, note))
 
         chat.run_worker(
             close(),
@@ -194,9 +176,9 @@ class ChatCommands:
     def export(self) -> None:
         """Write the open thread's whole transcript to a Markdown file, in a worker."""
         chat = self._chat
-        if (engine := self._engine()) is not None:
+        if (backend := self._backend()) is not None:
             chat.run_worker(
-                self._export(engine, chat.thread_id),
+                self._export(backend, chat.thread_id),
                 name=f"export {chat.thread_id}",
                 group="export",
                 description="export a conversation",
@@ -204,30 +186,20 @@ class ChatCommands:
                 exit_on_error=False,
             )
 
-    async def _export(self, engine: ShopBotEngine, thread_id: str) -> None:
+    async def _export(self, backend: Backend, thread_id: str) -> None:
         chat = self._chat
-        chat.post_message(await export_transcript(engine, chat.settings.home, thread_id))
+        chat.post_message(await export_transcript(backend, chat.settings, thread_id))
 
     def open_audit_log(self) -> None:
         """The audit log viewer, on the open thread's events; it may come back with another
         conversation to open (`o` on one of its events)."""
-        # Not for the first paint:
-        from shopbot_tui.audit.connections import AuditConnections
-        from shopbot_tui.audit.screen import AuditViewerScreen
+        from shopbot_tui.audit.screen import AuditViewerScreen  # not for the first paint
 
         chat = self._chat
-        where = facade.location_of(chat.settings)
-        if self._audit_connections is None:
-            self._audit_connections = AuditConnections(
-                where,
-                # (With no engine running, opening could make a lost database anew.)
-                before_open=partial(facade.checked_database, chat.settings),
-            )
         viewer = AuditViewerScreen(
-            where,
-            thread_id=chat.thread_id,
+            chat.records,  # (readable before the engine runs, and when it cannot start)
             export_dir=chat.settings.home / "exports",
-            connections=self._audit_connections,
+            thread_id=chat.thread_id,
         )
         chat.app.push_screen(
             viewer,
@@ -238,9 +210,9 @@ class ChatCommands:
         """Open the conversation of the event `o` was pressed on, scrolled to that moment
         (it opened at its end), the open one too."""
         chat = self._chat
-        if at is None or (engine := self._engine()) is None:
+        if at is None or (backend := self._backend()) is None:
             return
-        info = await asyncio.to_thread(engine.thread, at.thread_id)
+        info = await backend.thread(at.thread_id)
         if info is None:
             # Events outlive their conversation's listing (another ShopBot home's threads
             # file, a test run): opening it would start an empty conversation of that name.

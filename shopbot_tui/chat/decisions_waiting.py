@@ -25,8 +25,8 @@ from shopbot_tui.chat.escalations_said import EscalationsSaid
 if TYPE_CHECKING:
     from textual.worker import Worker
 
-    from agents.facade import Escalation, ThreadInfo, TurnResult
-    from shopbot_tui.chat.screen import ChatScreen
+    from agents.backend import Escalation, ThreadInfo, TurnResult
+    from shopbot_tui.chat.parts import ChatParts
 
 log = logging.getLogger("shopbot.tui")
 
@@ -54,7 +54,7 @@ class DecisionsRead(Message):
 class DecisionsWaiting:
     """Keeps `chat`'s side panel counting the decisions waiting in other conversations."""
 
-    def __init__(self, chat: ChatScreen) -> None:
+    def __init__(self, chat: ChatParts) -> None:
         self._chat = chat
         # The other conversations waiting, longest first, as last read.
         self.elsewhere: list[ThreadInfo] = []
@@ -88,8 +88,8 @@ class DecisionsWaiting:
         """Read the registry again in a worker (`DecisionsRead` reports it); `open_next`:
         then open the first conversation waiting, other than the open one."""
         chat = self._chat
-        engine = chat.engine
-        if engine is None:
+        backend = chat.backend
+        if backend is None:
             return
         replies = frozenset(self._replies_to_say)  # ended before this read: it sees them
         self._reads_started += 1
@@ -98,13 +98,12 @@ class DecisionsWaiting:
 
         async def read() -> None:
             try:
-                # One trip off the event loop for both reads (this runs every few seconds).
-                threads, escalations, said = await asyncio.to_thread(
-                    lambda: (
-                        engine.waiting_for_decision(),
-                        engine.escalations(),
-                        said_file.load() if said_file is not None else frozenset(),
-                    )
+                threads = await backend.waiting_for_decision()
+                escalations = await backend.escalations()
+                said = (
+                    await asyncio.to_thread(said_file.load)
+                    if said_file is not None
+                    else frozenset()
                 )
             except Exception:
                 # (A locked or damaged registry is said where it matters, on opening.)
@@ -139,6 +138,7 @@ class DecisionsWaiting:
             for info in message.threads
             if info.thread_id != chat.thread_id and info.thread_id not in chat.busy
         ]
+        chat.waiting_elsewhere = bool(self.elsewhere)
         listed = {info.thread_id for info in message.threads}
         if chat.pending is not None and chat.thread_id not in listed:
             # Shown waiting, listed no more: answered elsewhere, perhaps (it is read to see).
@@ -147,7 +147,6 @@ class DecisionsWaiting:
         here = [e for e in message.escalations if e.thread_id == chat.thread_id]
         chat.escalation = here[0] if here else None
         chat.panel.show_escalations(chat.escalation, others=len(message.escalations) - len(here))
-        chat.sync_bindings()
         if self._said_kept is None:
             self._said_kept = message.said_before
         said = self._say_new_escalations(message.escalations)
@@ -172,6 +171,7 @@ class DecisionsWaiting:
         first = self.elsewhere[0]
         await chat.open_thread(first.thread_id, first.customer)
         self.elsewhere = self.elsewhere[1:]
+        chat.waiting_elsewhere = bool(self.elsewhere)
         chat.panel.show_waiting(len(self.elsewhere))
 
     def turn_ended_elsewhere(self, thread_id: str, result: TurnResult | None) -> None:

@@ -10,20 +10,19 @@ the app closes, the next new conversation takes it (its id is never opened again
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING
 
 from shopbot_tui.chat.newest_wins import NewestWins
 
 if TYPE_CHECKING:
-    from shopbot_tui.chat.screen import ChatScreen
+    from shopbot_tui.chat.parts import ChatParts
 
 log = logging.getLogger("shopbot.tui")
 
 
 class Drafts:
-    def __init__(self, chat: ChatScreen) -> None:
+    def __init__(self, chat: ChatParts) -> None:
         self._chat = chat
         # Thread id -> the box's text in it, this session (the truth while the app runs).
         self._typed: dict[str, str] = {}
@@ -119,23 +118,23 @@ class Drafts:
                 self._unsaved.want(thread_id, "")
             else:
                 self._unsaved.want(thread_id, text)
-        await asyncio.to_thread(self._flush)
+        await self._flush()
 
     def _save(self, thread_id: str | None, text: str) -> None:
         self._unsaved.want(thread_id, text)
         self._chat.run_worker(
-            asyncio.to_thread(self._flush),
+            self._flush(),
             group="drafts",
             description="keep a draft",
             exit_on_error=False,
         )
 
-    def _flush(self) -> None:
-        engine = self._chat.engine
-        if engine is None:
+    async def _flush(self) -> None:
+        backend = self._chat.backend
+        if backend is None:
             return
         try:
-            self._unsaved.flush(engine.save_draft)
+            await self._unsaved.aflush(backend.save_draft)
         except Exception:
             # Still in this session's memory; kept for good at the next try or on quitting.
             log.exception("keeping a draft failed")

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from agents.facade import AGENT_TITLES, ChatLine, ThreadInfo, visible
+from agents.backend import AGENT_TITLES, ChatLine, ThreadInfo, visible
 
 # Punctuation that makes Markdown anywhere in a line (`&` an entity: "&copy;" read as ©).
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~&])")

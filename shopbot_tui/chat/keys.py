@@ -106,14 +106,14 @@ class KeyState:
     """What decides which of the chat's keys apply; the footer is built again only when it
     changes (a rebuild is 40 ms and a layout, and a turn changes state many times)."""
 
-    engine: bool
-    pending: bool
-    escalated: bool
-    reply_running: bool
-    reply: bool
-    waiting_elsewhere: bool
-    panel_hidden: bool
-    wide: bool
+    engine: bool = False
+    pending: bool = False
+    escalated: bool = False
+    reply_running: bool = False
+    reply: bool = False
+    waiting_elsewhere: bool = False
+    panel_hidden: bool = False
+    wide: bool = True
 
     def applies(self, action: str) -> bool | None:
         """Whether the key of `action` applies now (None: it is not one that comes and goes)."""

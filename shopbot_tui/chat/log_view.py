@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from agents.facade import redact, visible
+from agents.backend import redact, visible
 from shopbot_tui.chat.live_reply import LiveReply
 from shopbot_tui.chat.messages import (
     LiveReport,
@@ -24,7 +24,7 @@ from shopbot_tui.widgets.conversation import ChatLog, CustomerMessage, SystemNot
 if TYPE_CHECKING:
     from textual.widget import Widget
 
-    from agents.facade import ChatLine
+    from agents.backend import ChatLine
     from shopbot_tui.chat.notices import ChatNotices
 
 HeldLive = LiveReport | TurnEnded
@@ -33,17 +33,35 @@ HeldLive = LiveReport | TurnEnded
 class ThreadView:
     """The open thread in the chat log that `log` returns (composed after this is made)."""
 
-    def __init__(self, log: Callable[[], ChatLog], notices: ChatNotices) -> None:
+    def __init__(
+        self,
+        log: Callable[[], ChatLog],
+        notices: ChatNotices,
+        *,
+        reply_shown: Callable[[str], None] = lambda _reply: None,
+    ) -> None:
+        """`reply_shown`: told the last whole reply on screen each time it changes ("" for
+        none), for the keys that copy it."""
         self._log = log
         self._notices = notices
+        self._reply_shown = reply_shown
         self._reply = LiveReply(log)
         # What the running turn reported while the history loads (None: it is not loading).
         self._held: list[HeldLive] | None = None
         # Whether to show the thread again from its transcript when its running turn ends.
         self.reopen_after_turn = False
-        self.last_reply = ""
+        self._last_reply = ""
         # (When each line of the history shown was said, and its widget.)
         self._said_at: list[tuple[str, Widget]] = []
+
+    @property
+    def last_reply(self) -> str:
+        return self._last_reply
+
+    @last_reply.setter
+    def last_reply(self, text: str) -> None:
+        self._last_reply = text
+        self._reply_shown(text)
 
     async def leave(self) -> None:
         """Another thread (or this one again) is opened: drop what no ReplyDone confirmed."""

@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from agents.facade import (
+    from agents.backend import (
         ApprovalRequest,
         ChatLine,
         Escalation,
-        ShopBotEngine,
         Step,
         ThreadInfo,
         TurnResult,
@@ -25,9 +24,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class EngineReady(Message):
-    """The facade is imported and the engine is started on the app's event loop."""
-
-    engine: ShopBotEngine
+    """The backend is started (locally: its engine imported and running)."""
 
 
 @dataclass

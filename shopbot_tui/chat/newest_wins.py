@@ -1,4 +1,5 @@
-"""Values chosen on the event loop and written from worker threads, newest first to last.
+"""Values chosen on the event loop and written from worker threads (or awaited writes),
+newest first to last.
 
 A worker started for each choice may run in any order; writing what each was started with
 could land an older choice after a newer one. Here a choice is noted on the loop (in the
@@ -8,8 +9,9 @@ last writes the newest ones, and a write that finds nothing new writes nothing.
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 K = TypeVar("K")
@@ -21,6 +23,7 @@ class NewestWins(Generic[K, V]):
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._wanted: dict[K, V] = {}
+        self._awaited_writes: asyncio.Lock | None = None  # made on its event loop
 
     def want(self, key: K, value: V) -> None:
         """Note `value` as the newest for `key` (on the event loop, in the order chosen)."""
@@ -38,6 +41,24 @@ class NewestWins(Generic[K, V]):
             for done, (key, value) in enumerate(items):
                 try:
                     write(key, value)
+                except BaseException:
+                    with self._lock:
+                        for later_key, later_value in items[done:]:
+                            self._wanted.setdefault(later_key, later_value)
+                    raise
+
+    async def aflush(self, write: Callable[[K, V], Awaitable[None]]) -> None:
+        """`flush` for a `write` that is awaited (on the event loop): one at a time, in the
+        order they were asked for, so the last to run writes the newest values."""
+        if self._awaited_writes is None:
+            self._awaited_writes = asyncio.Lock()
+        async with self._awaited_writes:
+            with self._lock:
+                wanted, self._wanted = self._wanted, {}
+            items = list(wanted.items())
+            for done, (key, value) in enumerate(items):
+                try:
+                    await write(key, value)
                 except BaseException:
                     with self._lock:
                         for later_key, later_value in items[done:]:

@@ -10,14 +10,14 @@ from math import inf
 from time import monotonic
 from typing import TYPE_CHECKING
 
-from agents import facade
-from agents.facade import AGENT_TITLES, redact, visible
+from agents import backend as api
+from agents.backend import AGENT_TITLES, redact, visible
 from shopbot_tui.toasts import withdraw_toasts
 
 if TYPE_CHECKING:
     from textual.widget import Widget
 
-    from agents.facade import Escalation, ThreadInfo
+    from agents.backend import Escalation, ThreadInfo
     from shopbot_tui.chat.messages import ChatExported, ProviderRetrying, TurnProblem
 
 # A palette command that needs the engine, chosen before it is up (its key is off till then).
@@ -185,7 +185,7 @@ class ChatNotices:
 
     def provider_retrying(self, message: ProviderRetrying) -> None:
         self._screen.notify(
-            facade.retry_notice(message.reason, message.delay, message.attempt),
+            api.retry_notice(message.reason, message.delay, message.attempt),
             title=RETRYING_TITLE,
             severity="warning",
             markup=False,

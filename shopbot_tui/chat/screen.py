@@ -1,10 +1,13 @@
 """The main screen: the conversation, the message input and the side panel.
 
-It composes the screen and wires what happens to what handles it. Engine work runs in async
-workers that only post messages (turn_workers.py, thread_opening.py, stored_thread.py); the
-handlers below hand them to what owns that part of the UI state: opening a thread
-(thread_opening.py), what a turn reports (turn_reports.py), the chat log (thread_view.py), the
-approval modal (approval_flow.py) and the notifications (chat_notices.py).
+It owns the chat's state, as reactive attributes: the open conversation and its customer,
+the decision it waits for, its escalation, the conversations answering here, and what the
+footer's keys depend on. The footer follows them by itself (`key_state`, set anew by their
+watchers). Backend work runs in async workers that only post messages (turn_workers.py,
+thread_opening.py, conversation_reads.py); the handlers below hand them to the helpers that
+do each part: opening a thread (thread_opening.py), what a turn reports (turn_reports.py),
+the chat log (log_view.py), the approval modal (approval_flow.py), the notifications
+(notices.py). The helpers see the chat through `ChatParts` (parts.py), never this module.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, LoadingIndicator
 from textual.worker import Worker, WorkerState
 
-from agents.facade import OFFLINE_MODEL_LABEL, Settings, visible
+from agents.backend import OFFLINE_MODEL_LABEL, Settings, visible
 from shopbot_tui.chat.approval_flow import ApprovalFlow
 from shopbot_tui.chat.commands import ChatCommands
 from shopbot_tui.chat.decisions_waiting import DecisionsRead, DecisionsWaiting
@@ -55,10 +59,22 @@ from shopbot_tui.widgets.side_panel import ENGINE_NOT_RUNNING, SidePanel
 from shopbot_tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
-    from agents.facade import ApprovalRequest, Escalation, ShopBotEngine
+    from agents.backend import ApprovalRequest, Backend, Escalation
 
 # A terminal narrower than this hides the side panel (see ChatScreen.HORIZONTAL_BREAKPOINTS).
 NARROW_BELOW = 90
+# The state the footer's keys follow (`ChatScreen.key_state`).
+KEYS_FOLLOW = (
+    "backend",
+    "thread_id",
+    "pending",
+    "escalation",
+    "answering",
+    "last_reply",
+    "waiting_elsewhere",
+    "panel_hidden",
+    "wide",
+)
 
 
 class ChatScreen(Screen[None]):
@@ -74,26 +90,51 @@ class ChatScreen(Screen[None]):
     ]
     BINDINGS: ClassVar[list[BindingType]] = list(CHAT_BINDINGS)  # (keys.py)
 
-    def __init__(self, settings: Settings, *, thread_id: str, customer: str | None) -> None:
+    # --- the chat's state: setting any of these sets `key_state` anew (KEYS_FOLLOW) -------
+    # The backend once started (None before, and when it could not start).
+    backend: reactive[Backend | None] = reactive(None, init=False)
+    # The open thread: the one messages go to, and its customer.
+    thread_id: reactive[str] = reactive("", init=False)
+    customer: reactive[str | None] = reactive(None, init=False)
+    # The decision the open thread waits for.
+    pending: reactive[ApprovalRequest | None] = reactive(None, init=False)
+    # The open thread's escalation no person has handled yet, as last read (its thread may
+    # be one left since: see `escalated_here`).
+    escalation: reactive[Escalation | None] = reactive(None, init=False)
+    # The threads whose turn runs here and is not being stopped (turn_workers.py).
+    answering: reactive[frozenset[str]] = reactive(frozenset(), init=False)
+    # The last whole reply on screen ("" for none).
+    last_reply: reactive[str] = reactive("", init=False)
+    # Other conversations wait for a decision (decisions_waiting.py).
+    waiting_elsewhere: reactive[bool] = reactive(False, init=False)
+    # The side panel is hidden (toggled, or a narrow terminal); the terminal is wide.
+    panel_hidden: reactive[bool] = reactive(False, init=False)
+    wide: reactive[bool] = reactive(True, init=False)
+    # What the footer's keys depend on: the footer is refreshed only when it changes (a
+    # refresh recomposes the whole Footer, 40 ms and a layout, and a turn changes the state
+    # many times). Not a computed reactive: Textual calls its watcher at every read.
+    key_state: reactive[KeyState] = reactive(KeyState(), init=False, bindings=True)
+
+    def __init__(
+        self, settings: Settings, backend: Backend, *, thread_id: str, customer: str | None
+    ) -> None:
         super().__init__()
         self.settings = settings
-        self.engine: ShopBotEngine | None = None
+        # What the chat reads and runs turns through: `backend` once it is started (None
+        # before); `records`, the same, for what needs no engine (the audit log).
+        self.records = backend
         # Why the engine could not start (then it never will): said instead of "loading".
         self.engine_error: str | None = None
-        # The open thread: the one messages go to, and the decision it waits for.
         self.thread_id = thread_id
         self.customer = customer
         # The customer this conversation was opened for and is not (it is another's, or began
         # without one): the notice says ctrl+n starts one for them.
         self.customer_refused: str | None = None
-        self.pending: ApprovalRequest | None = None
-        # The open thread's escalation no person has handled yet, as last read (its thread
-        # may be one left since: see `escalated_here`).
-        self.escalation: Escalation | None = None
-        self._key_state: KeyState | None = None
-        self.turns = TurnWorkers(self)
+        self.turns = TurnWorkers(self, answering=self._set_answering)
         self.notices = ChatNotices(self)
-        self.view = ThreadView(lambda: self.chat_log, self.notices)
+        self.view = ThreadView(
+            lambda: self.chat_log, self.notices, reply_shown=self._set_last_reply
+        )
         self.opener = ThreadOpener(self)
         self.reports = TurnReports(self)
         self.approvals = ApprovalFlow(self)
@@ -119,6 +160,9 @@ class ChatScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        for name in KEYS_FOLLOW:
+            self.watch(self, name, self._keys_follow, init=False)
+        self._keys_follow()
         self.show_session(self.thread_id, self.customer)
         self.show_agent(self.panel.agent, self.panel.step)
 
@@ -140,7 +184,6 @@ class ChatScreen(Screen[None]):
 
     def on_unmount(self) -> None:
         self.turns.release_all()
-        self.commands.close()
 
     def on_screen_suspend(self, _event: events.ScreenSuspend) -> None:
         hide_covered_toasts(self)
@@ -167,16 +210,19 @@ class ChatScreen(Screen[None]):
         """The open thread's history is shown: a message can be sent."""
         return self.opener.ready
 
-    @property
-    def last_reply(self) -> str:
-        return self.view.last_reply
+    def _set_answering(self, threads: frozenset[str]) -> None:
+        self.answering = threads
+
+    def _set_last_reply(self, text: str) -> None:
+        self.last_reply = text
 
     # --- engine and threads -----------------------------------------------------------
 
-    async def attach_engine(self, engine: ShopBotEngine) -> None:
-        """The engine is up: show its model and open the start-up thread."""
-        self.engine = engine
-        self.show_model(engine.model_label, offline=engine.model_label == OFFLINE_MODEL_LABEL)
+    async def attach_backend(self) -> None:
+        """The backend is up: show its model and open the start-up thread."""
+        self.backend = backend = self.records
+        label = backend.model_label
+        self.show_model(label, offline=label == OFFLINE_MODEL_LABEL)
         await self.open_thread(self.thread_id, self.customer)
         self.waiting.start()
 
@@ -230,12 +276,10 @@ class ChatScreen(Screen[None]):
     @on(TurnRefused)
     async def _turn_refused(self, message: TurnRefused) -> None:
         await self.reports.refused(message)
-        self.sync_bindings()
 
     @on(TurnAccepted)
     async def _turn_accepted(self, message: TurnAccepted) -> None:
         await self.reports.accepted(message)
-        self.sync_bindings()  # "esc Stop reply" in the footer
 
     @on(ReplyChunk)
     @on(ReplyComplete)
@@ -257,37 +301,30 @@ class ChatScreen(Screen[None]):
     @on(TurnEnded)
     async def _turn_ended(self, message: TurnEnded) -> None:
         await self.reports.ended(message)
-        self.sync_bindings()
         self.waiting.look()
 
     @on(Worker.StateChanged)
     def _worker_changed(self, event: Worker.StateChanged) -> None:
-        self.turns.worker_changed(event)
-        self.sync_bindings()  # a turn worker cancelled or failed: its turn is over
+        self.turns.worker_changed(event)  # a turn worker cancelled or failed: its turn is over
         if event.state == WorkerState.ERROR:
             # Workers are started with exit_on_error=False: no failure may pass unseen.
             self.notices.worker_failed(event.worker.error)
 
     # --- actions (chat_commands.py, approval_flow.py) ---------------------------------
 
-    def sync_bindings(self) -> None:
-        """Refresh the footer only when what `check_action` looks at changed: a refresh
-        recomposes the whole Footer (40 ms and a layout), and turns change state many times."""
-        state = self.key_state()
-        if state != self._key_state:
-            self._key_state = state
-            self.refresh_bindings()
+    def _keys_follow(self, *_changed: object) -> None:
+        self.key_state = self._current_keys()
 
-    def key_state(self) -> KeyState:
+    def _current_keys(self) -> KeyState:
         return KeyState(
-            engine=self.engine is not None,
+            engine=self.backend is not None,
             pending=self.pending is not None,
             escalated=self.escalated_here,
             reply_running=self.reply_running,
             reply=bool(self.last_reply),
-            waiting_elsewhere=bool(self.waiting.elsewhere),
-            panel_hidden=not self.panel.display,
-            wide=self.size.width >= NARROW_BELOW,
+            waiting_elsewhere=self.waiting_elsewhere,
+            panel_hidden=self.panel_hidden,
+            wide=self.wide,
         )
 
     @property
@@ -298,11 +335,10 @@ class ChatScreen(Screen[None]):
     @property
     def reply_running(self) -> bool:
         """Whether the open conversation's turn runs and esc has not been pressed to stop it."""
-        turns = self.turns
-        return self.thread_id in turns.busy and self.thread_id not in turns.stopping
+        return self.thread_id in self.answering
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return self.key_state().check(action, parameters)
+        return self.key_state.check(action, parameters)
 
     async def action_new_thread(self) -> None:
         await self.commands.new_thread()
@@ -326,7 +362,6 @@ class ChatScreen(Screen[None]):
 
     def action_stop_reply(self) -> None:
         self.commands.stop_reply()
-        self.sync_bindings()  # stopping: esc has done what it can
 
     def action_copy_reply(self, _unshown: str = "") -> None:
         self.commands.copy_reply()
@@ -344,11 +379,15 @@ class ChatScreen(Screen[None]):
     def action_toggle_panel(self, _unshown: str = "") -> None:
         # Set on the widget, so it outlasts the width breakpoints (CSS) until toggled again.
         self.panel.display = not self.panel.display
-        self.sync_bindings()  # "^b Panel" while it is hidden
+        self.panel_hidden = not self.panel.display  # "^b Panel" while it is hidden
 
-    def on_resize(self, _event: events.Resize) -> None:
-        # (After the breakpoints' classes have hidden or shown the side panel.)
-        self.call_after_refresh(self.sync_bindings)
+    def on_resize(self, event: events.Resize) -> None:
+        self.wide = event.size.width >= NARROW_BELOW
+
+    @on(SidePanel.Shown)
+    def _panel_shown(self, message: SidePanel.Shown) -> None:
+        # Hidden by the breakpoints' classes, or making room for the keys panel.
+        self.panel_hidden = not message.shown
 
     def action_scroll_chat(self, direction: int) -> None:
         if direction < 0:

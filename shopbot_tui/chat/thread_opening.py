@@ -1,12 +1,11 @@
 """Opening a thread in the chat: the screen is emptied, the thread's history is read in a
-worker (stored_thread.py) and shown, then what its running turn reported meanwhile."""
+worker (conversation_reads.py) and shown, then what its running turn reported meanwhile."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
-from shopbot_tui.chat.stored_thread import read_history
+from shopbot_tui.chat.conversation_reads import read_history
 
 # While another process answers on the open thread, whether it is done is looked at this
 # often (nothing tells this app): then the thread is shown as that turn left it.
@@ -16,13 +15,13 @@ if TYPE_CHECKING:
     from textual.worker import Worker
 
     from shopbot_tui.chat.messages import ThreadLoaded
-    from shopbot_tui.chat.screen import ChatScreen
+    from shopbot_tui.chat.parts import ChatParts
 
 
 class ThreadOpener:
     """Makes a thread the one `chat` shows and sends messages to."""
 
-    def __init__(self, chat: ChatScreen) -> None:
+    def __init__(self, chat: ChatParts) -> None:
         self._chat = chat
         # The open thread's history is on screen: a message can be sent.
         self.ready = False
@@ -46,7 +45,6 @@ class ThreadOpener:
         chat.show_agent(chat.panel.agent, "opening…")
         chat.show_session(thread_id, customer)
         await chat.view.start_loading(chat.turns.replies_so_far.chunk(thread_id))
-        chat.sync_bindings()
         opening = self.opening
 
         async def read() -> None:
@@ -65,9 +63,9 @@ class ThreadOpener:
         del worker  # (named for its type only: mypy cannot infer it from a local function)
 
     async def _read(self, thread_id: str, opening: int) -> None:
-        engine = self._chat.engine
-        assert engine is not None
-        loaded = await read_history(engine, thread_id)
+        backend = self._chat.backend
+        assert backend is not None
+        loaded = await read_history(backend, thread_id)
         loaded.opening = opening
         self._chat.post_message(loaded)
 
@@ -121,11 +119,11 @@ class ThreadOpener:
         thread_id, opening = chat.thread_id, self.opening
 
         async def look() -> None:
-            engine = chat.engine
-            if chat.thread_id != thread_id or self.opening != opening or engine is None:
+            backend = chat.backend
+            if chat.thread_id != thread_id or self.opening != opening or backend is None:
                 timer.stop()
                 return
-            if await asyncio.to_thread(engine.answering_elsewhere, thread_id):
+            if await backend.answering_elsewhere(thread_id):
                 return
             # Stopping a timer cancels its task, this one: the opening runs outside it.
             timer.stop()

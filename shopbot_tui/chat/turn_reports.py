@@ -34,7 +34,7 @@ if TYPE_CHECKING:
         TurnProgress,
         TurnRefused,
     )
-    from shopbot_tui.chat.screen import ChatScreen
+    from shopbot_tui.chat.parts import ChatParts
 
 
 def refusal_text(message: TurnRefused) -> str:
@@ -52,7 +52,7 @@ def refusal_text(message: TurnRefused) -> str:
 class TurnReports:
     """Applies what turns report to `chat`, its open thread and its widgets."""
 
-    def __init__(self, chat: ChatScreen) -> None:
+    def __init__(self, chat: ChatParts) -> None:
         self._chat = chat
 
     async def refused(self, message: TurnRefused) -> None:
@@ -80,7 +80,6 @@ class TurnReports:
             return
         if message.decision is not None:
             chat.pending = None
-            chat.sync_bindings()
         else:
             chat.panel.show_gates([])
             chat.message_input.take_sent(message.text)

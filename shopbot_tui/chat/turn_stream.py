@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 
 from textual.message import Message
 
-from agents.facade import (
+from agents.backend import (
     AgentChanged,
     ApprovalRequest,
     BusyElsewhere,
@@ -119,8 +119,8 @@ async def drive_turn(
     text: str = "",
     decision: str | None = None,
 ) -> None:
-    """Run `events()` to its end, posting what happens; `input_error` is the facade's
-    `InputError` (passed in: this module must not import the facade). A message refused
+    """Run `events()` to its end, posting what happens; `input_error` is the backend's
+    `InputError` (passed in: this module must not load the events on import). A message refused
     because the thread waits for a decision reports that decision (the refusal's `request`):
     another front (`shopbot chat`) may have asked it, unseen here."""
     result: TurnResult | None = None

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from textual.worker import Worker, WorkerState
 
-from agents.facade import TURN_STOPPED_NOTE
+from agents.backend import TURN_STOPPED_NOTE
 from shopbot_tui.chat.messages import NoteAdded, TurnEnded
 from shopbot_tui.chat.replies_so_far import RepliesSoFar
 from shopbot_tui.collector import CollectorPause
@@ -21,7 +21,7 @@ from shopbot_tui.collector import CollectorPause
 if TYPE_CHECKING:
     from textual.dom import DOMNode
 
-    from agents.facade import EngineEvent, ShopBotEngine
+    from agents.backend import Backend, EngineEvent
 
 # A turn worker's group is this and its thread: `exclusive` then cancels only that thread's.
 TURN_GROUP = "turn:"
@@ -30,8 +30,13 @@ TURN_GROUP = "turn:"
 class TurnWorkers:
     """Starts each thread's turn worker on `node` (the chat screen), and ends its turn."""
 
-    def __init__(self, node: DOMNode) -> None:
+    def __init__(
+        self, node: DOMNode, *, answering: Callable[[frozenset[str]], None] = lambda _t: None
+    ) -> None:
+        """`answering`: told the threads whose turn runs and is not being stopped, each time
+        they change."""
         self._node = node
+        self._answering = answering
         # Threads with a turn in flight: a second message there is refused, not queued.
         self.busy: set[str] = set()
         # Threads whose turn a person stopped (esc), until its worker ends.
@@ -50,10 +55,11 @@ class TurnWorkers:
         """Start the one turn worker of `thread_id`."""
         # Loaded by now (the engine is running), and not before the first frame: the
         # engine's events are dataclasses that take a while to create.
-        from agents.facade import InputError
+        from agents.backend import InputError
         from shopbot_tui.chat.turn_stream import drive_turn
 
         self.busy.add(thread_id)
+        self._changed()
         self._collector.hold(thread_id)
         self._node.run_worker(
             drive_turn(
@@ -75,17 +81,22 @@ class TurnWorkers:
         """The turn of `thread_id` ended (or never started)."""
         self.busy.discard(thread_id)
         self.stopping.discard(thread_id)
+        self._changed()
         self.replies_so_far.forget(thread_id)
         self._collector.release(thread_id)
 
-    def stop(self, thread_id: str, engine: ShopBotEngine) -> bool:
+    def stop(self, thread_id: str, backend: Backend) -> bool:
         """Stop the running turn of `thread_id`; False when there is none to stop."""
         if thread_id not in self.busy or thread_id in self.stopping:
             return False
-        if not engine.stop_turn(thread_id):  # (its graph is done: only recording is left)
+        if not backend.stop_reply(thread_id):  # (its graph is done: only recording is left)
             return False
         self.stopping.add(thread_id)
+        self._changed()
         return True
+
+    def _changed(self) -> None:
+        self._answering(frozenset(self.busy - self.stopping))
 
     def worker_changed(self, event: Worker.StateChanged) -> None:
         """A cancelled or failed turn worker posts no TurnEnded: its turn is over here. One a

@@ -1,1 +1,1 @@
-"""The `shopbot` command's sub-commands, headless over the same facade."""
+"""The `shopbot` command's sub-commands, headless over the same backend."""

@@ -13,11 +13,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from agents.facade import Settings, configure_logging, safe_json, visible_line
+from agents.backend import Settings, configure_logging, safe_json, visible_line
 from shopbot_tui.cli.parser import UsageError
 
 if TYPE_CHECKING:
-    from agents.facade import Flow, SuiteResult
+    from agents.backend import Flow, SuiteResult
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -71,7 +71,7 @@ def _json_file(path: str | None) -> IO[str] | None:
 def _say_the_cost(settings: Settings, flows: list[Flow], k: int) -> None:
     """The real model's bill, about: the offline demo's calls and tokens for the same flows,
     times k. Said on stderr before the first request."""
-    from agents.facade import offline_calls
+    from agents.backend import offline_calls
 
     per_try = asyncio.run(offline_calls(flows))
     calls = sum(c for c, _ in per_try.values()) * k
@@ -87,7 +87,7 @@ def _say_the_cost(settings: Settings, flows: list[Flow], k: int) -> None:
 async def _run(
     flows: list[Flow], k: int, settings: Settings, root: Path, keep: bool
 ) -> SuiteResult:
-    from agents.facade import run_suite
+    from agents.backend import run_suite
     from shopbot_tui.cli.eval_report import progress_bar
     from shopbot_tui.cli.main import STOP_SIGNALS, Terminated
 
@@ -125,7 +125,7 @@ async def _run(
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from agents.facade import load_flows
+    from agents.backend import load_flows
     from shopbot_tui.collector import resume_collecting
 
     resume_collecting()  # (many engines, one after the other: no start-up to keep quick)

@@ -18,10 +18,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from agents.facade import visible_line
+from agents.backend import visible_line
 
 if TYPE_CHECKING:
-    from agents.facade import Flow, FlowResult, SuiteResult, TryResult
+    from agents.backend import Flow, FlowResult, SuiteResult, TryResult
 
 # Failed tries listed per flow at most (the --json record has them all).
 FAILED_SHOWN = 3
@@ -102,13 +102,13 @@ def _flow_row(flow: FlowResult, ks: list[int]) -> list[Text]:
 
 
 def _median(values: list[float]) -> float | None:
-    from agents.facade import median
+    from agents.backend import median
 
     return median(values)
 
 
 def _p95(values: list[float]) -> float | None:
-    from agents.facade import p95
+    from agents.backend import p95
 
     return p95(values)
 

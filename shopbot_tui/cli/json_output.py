@@ -15,10 +15,10 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from agents.facade import safe_json, validate_thread_id
+from agents.backend import safe_json, validate_thread_id
 
 if TYPE_CHECKING:
-    from agents.facade import ApprovalRequest, ShopBotEngine, TurnResult
+    from agents.backend import ApprovalRequest, Backend, TurnResult
 
 
 class JsonOutput:
@@ -38,7 +38,7 @@ class JsonOutput:
     def print_result(self, result: TurnResult) -> None:
         self._print(result.to_json())
 
-    async def learn_where_the_thread_stands(self, engine: ShopBotEngine) -> None:
+    async def learn_where_the_thread_stands(self, backend: Backend) -> None:
         """The active agent and the pending decision of a thread a refusal left unchanged
         (none for a thread that does not exist yet)."""
         if self.thread_id is None:
@@ -46,17 +46,17 @@ class JsonOutput:
         # The refusal is what the run has to say; a store that fails while it is looked at
         # here must not replace it (it is named on the next command that needs it).
         with contextlib.suppress(Exception):
-            if (info := engine.thread(self.thread_id)) is None:
+            if (info := await backend.thread(self.thread_id)) is None:
                 return
             self.active_agent = info.active_agent
-            self.pending = await engine.pending_approval(self.thread_id)
+            self.pending = await backend.pending_decision(self.thread_id)
 
     def learn_the_agent_after_a_stop(self) -> None:
         """After a turn a signal cut off (the engine closed, nothing pending: the turn was
         answering): the thread's agent as the registry keeps it."""
         if self.thread_id is None or self.active_agent is not None:
             return
-        from agents.facade import Settings, agent_read_only
+        from agents.backend import Settings, agent_read_only
 
         # As above: the stop is what is said, whatever reading the registry runs into. Read
         # only: stopped before the home was checked, a database must not be made in its place.

@@ -1,4 +1,4 @@
-"""The `shopbot` command: the TUI by default, and headless sub-commands over the same facade.
+"""The `shopbot` command: the TUI by default, and headless sub-commands over the same backend.
 
 Exit codes: 0 done or awaiting approval; 2 bad usage or bad input (a damaged, locked or
 read-only data file or folder included); 1 the model provider failed, or anything else went
@@ -25,10 +25,9 @@ try:
     from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
     from typing import TYPE_CHECKING, Any
 
-    from agents import facade
-    from agents.facade import (
+    from agents import backend as api
+    from agents.backend import (
         InputError,
-        Reviewer,
         Settings,
         StorageError,
         undecodable_bytes,
@@ -58,7 +57,7 @@ except KeyboardInterrupt:
     raise SystemExit(130) from None  # 128 + SIGINT
 
 if TYPE_CHECKING:
-    from agents.facade import EngineEvent, ShopBotEngine, TurnResult
+    from agents.backend import Backend, EngineEvent, TurnResult
 
 EXIT_OK = 0
 EXIT_PROVIDER = 1
@@ -108,7 +107,7 @@ def _print_result(result: TurnResult, json_out: JsonOutput | None) -> int:
 def _describe_pending(kind: str, payload: dict[str, Any]) -> str:
     if kind == "refund_approval":
         before = "".join(
-            f"; decided before: {facade.earlier_decision(earlier)}"
+            f"; decided before: {api.earlier_decision(earlier)}"
             for earlier in payload.get("decided_before") or []
         )
         return (
@@ -147,7 +146,7 @@ async def _turn_result(events: AsyncIterator[EngineEvent]) -> TurnResult:
     provider retry is said on stderr as it happens when stderr is a terminal: a person
     would otherwise wait a minute or more in silence (a script reading a pipe gets only
     the one line of a failure)."""
-    from agents.facade import Retrying, TurnFinished
+    from agents.backend import Retrying, TurnFinished
 
     ended: list[TurnResult] = []
 
@@ -158,7 +157,7 @@ async def _turn_result(events: AsyncIterator[EngineEvent]) -> TurnResult:
             ended.append(event.result)
 
     try:
-        return await facade.outcome(events, watch)
+        return await api.outcome(events, watch)
     except asyncio.CancelledError:
         if not ended or (task := asyncio.current_task()) is None:
             raise
@@ -166,10 +165,9 @@ async def _turn_result(events: AsyncIterator[EngineEvent]) -> TurnResult:
         return ended[0]
 
 
-async def _with_engine(
-    settings: Settings, action: Callable[[ShopBotEngine], Awaitable[int]]
-) -> int:
-    from agents.facade import ShopBotEngine
+async def _with_backend(settings: Settings, action: Callable[[Backend], Awaitable[int]]) -> int:
+    """`action` on a started backend (the command line's, deciding as the login name)."""
+    from agents.backend import LocalBackend
 
     loop, task = asyncio.get_running_loop(), asyncio.current_task()
     assert task is not None
@@ -186,10 +184,14 @@ async def _with_engine(
 
     for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, stop, signum)
+    backend = LocalBackend(settings, via="command line")
     try:
-        async with ShopBotEngine(settings) as engine:
+        try:
+            await backend.start()
             resume_after_start_up()  # launch.py paused collections until now
-            acted.append(await action(engine))
+            acted.append(await action(backend))
+        finally:
+            await backend.close()
         return acted[0]
     except asyncio.CancelledError:
         if stopped_by:
@@ -200,8 +202,8 @@ async def _with_engine(
             loop.remove_signal_handler(signum)
 
 
-def _run(settings: Settings, action: Callable[[ShopBotEngine], Awaitable[int]]) -> int:
-    return asyncio.run(_with_engine(settings, action))
+def _run(settings: Settings, action: Callable[[Backend], Awaitable[int]]) -> int:
+    return asyncio.run(_with_backend(settings, action))
 
 
 JSON_COMMANDS = frozenset({"chat", "resume"})
@@ -239,7 +241,7 @@ def _json_output_of_refused(
 
 
 async def _answered(
-    engine: ShopBotEngine, events: AsyncIterator[EngineEvent], json_out: JsonOutput | None
+    backend: Backend, events: AsyncIterator[EngineEvent], json_out: JsonOutput | None
 ) -> TurnResult:
     """The turn's result; a refusal (nothing ran) first notes where the thread stands, for
     the `--json` object that says it."""
@@ -247,7 +249,7 @@ async def _answered(
         return await _turn_result(events)
     except InputError:
         if json_out is not None:
-            await json_out.learn_where_the_thread_stands(engine)
+            await json_out.learn_where_the_thread_stands(backend)
         raise
 
 
@@ -261,7 +263,7 @@ def _dispatch(args: argparse.Namespace, json_out: FailureJson | None) -> int:
     turn_json = json_out if isinstance(json_out, JsonOutput) else None  # chat's and resume's
     offline = bool(args.offline or getattr(args, "chat_offline", False))
     settings = Settings.from_env(offline=offline)
-    from agents.facade import configure_logging
+    from agents.backend import configure_logging
 
     configure_logging(settings.home)
     if args.command is None:
@@ -278,11 +280,11 @@ def _dispatch(args: argparse.Namespace, json_out: FailureJson | None) -> int:
         if args.message == "-":
             args.message = _message_from_stdin()
 
-        async def chat(engine: ShopBotEngine) -> int:
+        async def chat(backend: Backend) -> int:
             code = _print_result(
                 await _answered(
-                    engine,
-                    engine.run_turn(args.thread_id, args.message, customer=customer),
+                    backend,
+                    backend.send(args.thread_id, args.message, customer=customer),
                     turn_json,
                 ),
                 turn_json,
@@ -295,16 +297,11 @@ def _dispatch(args: argparse.Namespace, json_out: FailureJson | None) -> int:
         return _run(settings, chat)
     if args.command == "resume":
 
-        async def resume(engine: ShopBotEngine) -> int:
+        async def resume(backend: Backend) -> int:
             return _print_result(
                 await _answered(
-                    engine,
-                    engine.resume(
-                        args.thread_id,
-                        args.decision,
-                        asked=args.request,
-                        reviewer=Reviewer.here("command line"),
-                    ),
+                    backend,
+                    backend.decide(args.thread_id, args.decision, request_id=args.request),
                     turn_json,
                 ),
                 turn_json,
@@ -371,7 +368,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         raise
     except Exception as exc:
-        from agents.facade import diagnose_storage, redact
+        from agents.backend import diagnose_storage, redact
 
         if (damage := diagnose_storage(Settings.from_env(), exc)) is not None:
             # A store damaged past its first page fails mid-query: name it, say what to do.

@@ -14,7 +14,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markdown import ImageItem, Markdown
 from rich.text import Text
 
-from agents.facade import visible
+from agents.backend import visible
 
 
 class _ImageAsLink(ImageItem):

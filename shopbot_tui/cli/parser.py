@@ -13,8 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
-from agents import facade
-from agents.facade import MAX_ERROR_CHARS, quoted, validate_thread_id, visible_line
+from agents import backend as api
+from agents.backend import MAX_ERROR_CHARS, quoted, validate_thread_id, visible_line
 
 EXIT_USAGE = 2
 
@@ -85,7 +85,7 @@ def _audit_limit(text: str) -> int:
         limit = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {quoted(text)}") from None
-    most = facade.MAX_AUDIT_PAGE  # (the audit log loads on first use: not for `shopbot`)
+    most = api.MAX_AUDIT_PAGE  # (the audit log loads on first use: not for `shopbot`)
     if not 1 <= limit <= most:
         raise argparse.ArgumentTypeError(f"must be between 1 and {most:,}, got {limit}")
     return limit

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widgets import DataTable
 
-from agents.facade import AGENT_TITLES, ThreadInfo, visible
+from agents.backend import AGENT_TITLES, ThreadInfo, visible
 from shopbot_tui.audit.table import fit_cell
 from shopbot_tui.threads.views import DRAFT_MARK, ESCALATED_MARK, STATUS_MARKS
 

@@ -3,10 +3,9 @@ them, or only those that need a person (thread_views)."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import events, on, work
@@ -19,11 +18,9 @@ from textual.screen import ModalScreen
 from textual.theme import Theme
 from textual.widgets import Button, DataTable, Footer, Input, Static, Tab, Tabs
 
-from agents.facade import (
+from agents.backend import (
     MessageRejected,
-    Settings,
     ThreadInfo,
-    failure_text,
     person_name,
     visible,
 )
@@ -40,6 +37,9 @@ from shopbot_tui.threads.views import (
 )
 from shopbot_tui.toasts import hide_covered_toasts
 from shopbot_tui.widgets.message_box import one_line
+
+if TYPE_CHECKING:
+    from agents.backend import Backend
 
 # What typing or pasting over goes to the filter from: everything on the screen but the boxes.
 TYPED_OVER = (DataTable, Button, Tabs)
@@ -106,12 +106,6 @@ class ThreadsFound(Message):
     threads: list[ThreadInfo]
 
 
-class ListThreads(Protocol):
-    def __call__(
-        self, limit: int | None = ..., matching: str = ..., among: Collection[str] | None = ...
-    ) -> list[ThreadInfo]: ...
-
-
 class ThreadsScreen(ModalScreen[ThreadChoice | None]):
     """Dismissed with the chosen thread, or None."""
 
@@ -142,36 +136,24 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
 
     def __init__(
         self,
-        list_threads: ListThreads,
+        backend: Backend,
         *,
         current_thread: str | None,
-        settings: Settings | None = None,
-        stored_drafts: Callable[[], set[str]] | None = None,
         drafts_now: Callable[[set[str]], set[str]] | None = None,
-        escalated: Callable[[], set[str]] | None = None,
-        waiting: Callable[[], list[ThreadInfo]] | None = None,
-        count_threads: Callable[[], int] | None = None,
         view: ViewName = "all",
     ) -> None:
-        """`stored_drafts`: the threads with a draft kept (read off the event loop);
-        `drafts_now`: those as the chat has them now, given those (on the loop);
-        `escalated`: the threads escalated and not handled yet (off the loop); `waiting`:
-        those waiting for a decision, the one left longest first, and `count_threads`: how
-        many there are (both off the loop); `view`: the one shown first."""
+        """`backend`: where the conversations, their drafts, escalations and decisions
+        waiting are read; `drafts_now`: the threads with a draft as the chat has them now,
+        given those stored; `view`: the one shown first."""
         super().__init__()
-        self._read_waiting = waiting
-        self._count_threads = count_threads
+        self._backend = backend
         self._view = view
         # Each view's threads and count, once read.
         self._queues: ThreadQueues | None = None
-        self._list_threads = list_threads
-        self._stored_drafts = stored_drafts
         self._drafts_now = drafts_now
-        self._read_escalated = escalated
         self._escalated: set[str] = set()
         # Threads with a draft: marked ✎ before their first message.
         self._drafted: set[str] = set()
-        self._settings = settings  # to name a damaged store, should the list fail
         self._current = current_thread
         self._threads: list[ThreadInfo] = []
         # Whether the registry holds more than the SHOWN most recent; then what the filter
@@ -296,27 +278,18 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         # Typed here and perhaps not kept yet: the threads `drafts_now` may add to those kept.
         typed = self._drafts_now(set()) if self._drafts_now else set()
 
-        # The registry is SQLite: read it off the event loop, in one trip (six, one after the
-        # other, let a thread escalated in between be counted in one place and not another).
-        def read() -> tuple[
-            list[ThreadInfo], set[str], set[str], list[ThreadInfo], int, list[ThreadInfo]
-        ]:
-            threads = self._list_threads(SHOWN + 1)
-            drafted = self._stored_drafts() if self._stored_drafts else set()
-            escalated = self._read_escalated() if self._read_escalated else set()
-            waiting = self._read_waiting() if self._read_waiting else []
-            total = self._count_threads() if self._count_threads else 0
-            marked = self._list_threads(None, "", escalated | drafted | typed)
-            return threads, drafted, escalated, waiting, total, marked
-
+        backend = self._backend
         try:
-            threads, drafted, escalated, waiting, total, marked = await asyncio.to_thread(read)
+            threads = await backend.threads(limit=SHOWN + 1)
+            drafted = await backend.drafted_threads()
+            escalated = {e.thread_id for e in await backend.escalations()}
+            waiting = await backend.waiting_for_decision()
+            total = await backend.count_threads()
+            # The marked ones read last, with the escalations read before: a thread escalated
+            # meanwhile shows in the list at its next opening, never counted without a row.
+            marked = await backend.threads(limit=None, among=escalated | drafted | typed)
         except Exception as exc:
-            problem = (
-                await asyncio.to_thread(failure_text, self._settings, exc)
-                if self._settings is not None
-                else str(exc)
-            )
+            problem = await backend.describe_failure(exc)
             self.post_message(ThreadsLoaded([], error=problem))
         else:
             self.post_message(
@@ -418,7 +391,7 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
     @work(exclusive=True, exit_on_error=False, group="threads-search")
     async def _search(self, needle: str) -> None:
         # (A newer keystroke cancels this worker; its thread's answer is then dropped.)
-        threads = await asyncio.to_thread(self._list_threads, SHOWN, needle)
+        threads = await self._backend.threads(limit=SHOWN, matching=needle)
         self.post_message(ThreadsFound(needle, threads))
 
     @on(ThreadsFound)

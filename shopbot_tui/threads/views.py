@@ -15,8 +15,7 @@ from typing import Literal
 
 from textual.content import Content
 
-from agents.facade import ThreadInfo
-from agents.safety.text import quoted
+from agents.backend import ThreadInfo, quoted
 
 # Theme colours ($name): plain yellow was 1.2:1 on the light theme's grey (theme_style).
 STATUS_MARKS: dict[str, tuple[str, str]] = {

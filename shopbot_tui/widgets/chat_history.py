@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from agents.facade import DEFAULT_AGENT
+from agents.backend import DEFAULT_AGENT
 from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage, SystemNote
 
 if TYPE_CHECKING:
     from textual.widget import Widget
 
-    from agents.facade import ChatLine
+    from agents.backend import ChatLine
 
 WELCOME = "New conversation. Ask about an order (they look like ORD-001), a refund or a complaint."
 

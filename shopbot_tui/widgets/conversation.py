@@ -25,10 +25,10 @@ from textual.geometry import Region, Size
 from textual.reactive import Reactive
 from textual.strip import Strip
 from textual.timer import Timer
-from textual.widget import Widget
 from textual.widgets import Static
 
-from agents.facade import AGENT_TITLES, visible
+from agents.backend import AGENT_TITLES, visible
+from shopbot_tui.textual_private import KeepsPaintedLines
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -235,7 +235,7 @@ class CustomerMessage(Static):
 _VIRTUAL_SIZE_NO_RELAYOUT: Reactive[Size] = Reactive(Size(0, 0), layout=False, repaint=False)
 
 
-class AssistantReply(Widget):
+class AssistantReply(KeepsPaintedLines):
     """One reply of a specialist, as Markdown; streamed into while it is being written."""
 
     DEFAULT_CSS = "AssistantReply { height: auto; }"
@@ -338,24 +338,9 @@ class AssistantReply(Widget):
         asked = self._layout_asked
         return asked is not None and now - asked < 2 * LAYOUT_EVERY
 
-    def _size_updated(
-        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
-    ) -> bool:
-        # Textual forgets every painted line of a widget whose size changes. A reply that
-        # only grew taller has its lines where they were (no bottom border or padding):
-        # keep them, or each layout of a streamed reply repaints all of it on screen.
-        old, cache = self.outer_size, self._styles_cache
-        keep = old.height - self.styles.gutter.bottom
-        kept = (
-            {
-                y: strip
-                for y, strip in cache._cache.items()
-                if y < keep and y not in cache._dirty_lines
-            }
-            if size.width == old.width and size.height > old.height
-            else {}
-        )
-        changed = super()._size_updated(size, virtual_size, container_size, layout)
+    def laid_out(self, size: Size) -> None:
+        # (KeepsPaintedLines: a reply that only grew taller keeps its painted lines, or each
+        # layout of a streamed reply repaints all of it on screen.)
         # The size laid out is the held one, whether or not `get_content_height` was asked:
         # Textual reuses a box model it cached for this container width, so after the chat
         # narrowed, widened and narrowed again (the side panel shown, hidden, shown), the
@@ -363,10 +348,6 @@ class AssistantReply(Widget):
         gutter = self.styles.gutter
         self._held_width = size.width - gutter.width
         self._held_height = size.height - gutter.height
-        if kept:
-            cache._cache.update(kept)
-            cache._dirty_lines.difference_update(kept)
-        return changed
 
     def replace(self, markdown: str) -> None:
         """Show `markdown` instead of what was streamed."""

@@ -9,7 +9,7 @@ from textual import events
 from textual.binding import BindingType
 from textual.widgets import Input
 
-from agents.facade import visible
+from agents.backend import visible
 
 
 def _quiet_editing_keys() -> list[BindingType]:

@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import Static
 
-from agents.facade import AGENT_TITLES, AGENTS, STEP_LABELS, visible
+from agents.backend import AGENT_TITLES, AGENTS, STEP_LABELS, visible
 
 if TYPE_CHECKING:
-    from agents.facade import Escalation
+    from agents.backend import Escalation
 
 # The swarm has no router: every specialist carries `transfer_to_<agent>` tools for the
 # other two (design.md), so "may hand off to" is everyone else.
@@ -106,14 +107,29 @@ class SidePanel(VerticalScroll):
 
     can_focus = False
 
+    class Shown(Message):
+        """The panel was shown or hidden by its styles (a narrow terminal, the keys panel)."""
+
+        def __init__(self, shown: bool) -> None:
+            super().__init__()
+            self.shown = shown
+
     def __init__(self, *, model_label: str, offline: bool) -> None:
         super().__init__(id="side-panel")
+        self._shown: bool | None = None
         self._model_label = model_label
         self._offline = offline
         self.agent: str = AGENTS[0]
         self.step = "idle"
         # `(gate, ok, detail)` of the gates shown under "Checks this turn".
         self.gates: list[tuple[str, bool, str]] = []
+
+    def notify_style_update(self) -> None:
+        # (Textual's hook after the CSS is applied to the panel: its classes or its screen's.)
+        super().notify_style_update()
+        if self.display != self._shown:
+            self._shown = self.display
+            self.post_message(self.Shown(self.display))
 
     def compose(self) -> ComposeResult:
         yield Static(id="waiting")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-from agents.facade import AGENT_TITLES, visible
+from agents.backend import AGENT_TITLES, visible
 
 
 class StatusLine(Static):

@@ -245,7 +245,7 @@ sys.exit(main(["threads"]))
 """
 
 
-@pytest.mark.parametrize("module", ["argparse", "agents.facade", "shopbot_tui.cli.parser"])
+@pytest.mark.parametrize("module", ["argparse", "agents.backend", "shopbot_tui.cli.parser"])
 def test_ctrl_c_while_the_command_loads_is_one_line_not_a_traceback(
     tmp_path: Path, module: str
 ) -> None:

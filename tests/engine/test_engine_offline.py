@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 
+from agents.backend import InputError
 from agents.errors import DecisionPending, NothingPending
 from agents.events import (
     ApprovalRequested,
@@ -29,7 +30,6 @@ from agents.events import (
     StepChanged,
     outcome,
 )
-from agents.facade import InputError, ShopBotEngine
 from agents.graph.context import RetryBudget
 from agents.graph.history import text_of
 from agents.graph.other_orders import other_orders_sentence
@@ -37,6 +37,7 @@ from agents.graph.replies import TURN_CUT_NOTE, TURN_STOPPED_NOTE
 from agents.models.offline.demo_model import OfflineDemoModel
 from agents.reviewer import Reviewer, login_name
 from agents.runner import turn_guard
+from agents.runner.engine import ShopBotEngine
 from agents.store.threads import ThreadRegistry
 from tests.support.engine import (
     assert_mistral_valid,

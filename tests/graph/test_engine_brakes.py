@@ -11,8 +11,8 @@ import httpx
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
+from agents.backend import InputError
 from agents.events import LimitReached
-from agents.facade import InputError
 from agents.graph.prompts import SUMMARY_PROMPT
 from agents.graph.replies import LIMIT_REACHED
 from agents.graph.specialists.answering import EMPTY_REPLY_FALLBACK

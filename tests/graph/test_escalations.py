@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.facade import Escalation, Reviewer, ShopBotEngine
+from agents.backend import Escalation, Reviewer
+from agents.runner.engine import ShopBotEngine
 from agents.store.threads import ThreadRegistry
 from tests.support.engine import audit_of, decide, kinds, open_engine, say
 from tests.support.failing_models import MisreadingDemoModel

@@ -23,7 +23,9 @@ from typing import Any
 from textual.app import App
 
 from agents.audit.log import AuditLog
-from shopbot_tui.audit.connections import AuditConnections
+from agents.backend.local import LocalBackend
+from agents.settings import Settings
+from agents.store.home import checked_home
 from shopbot_tui.collector import set_aside_long_lived
 from tests.perf.common import Progress, Row, spread, temp_home
 from tests.perf.textual_support import install_frame_clock, wait_until
@@ -167,8 +169,8 @@ def build_log(path: Path, total: int) -> int:
 
 
 class ViewerHost(App[None]):
-    """A bare app to open the viewer on, keeping the viewer's connections between openings
-    as ShopBot's chat does (shopbot_tui.audit.connections)."""
+    """A bare app to open the viewer on, with one backend between openings as ShopBot's chat
+    has (it keeps the audit log's connections: agents/backend/audit_connections.py)."""
 
 
 def _counted(screen: Any) -> bool:
@@ -208,23 +210,23 @@ async def measure_viewer(path: Path, repeats: int, total: int) -> dict[str, Any]
     with AuditLog(path) as log:
         thread_ids = log.thread_ids()
     thread = thread_ids[len(thread_ids) // 2]
-    connections = AuditConnections(path)
+    backend = LocalBackend(Settings(home=path.parent, force_offline=True), via="app")
     # As in ShopBot, where the viewer opens after the engine is up and what start-up loaded
     # is out of the collector's sight (collector.py): a full collection over this process's
     # imports stalled a frame by ~0.1 s in about one opening of five.
     thresholds = gc.get_threshold()
     set_aside_long_lived()
     try:
-        result = await _measure_in(connections, filter_cases(thread), repeats, total)
+        result = await _measure_in(backend, filter_cases(thread), repeats, total)
     finally:
         gc.unfreeze()
         gc.set_threshold(*thresholds)
-        await asyncio.to_thread(connections.close)
+        await backend.close()
     return {**result, "thread": thread}
 
 
 async def _measure_in(
-    connections: AuditConnections, cases: dict[str, dict[str, Any]], repeats: int, total: int
+    backend: LocalBackend, cases: dict[str, dict[str, Any]], repeats: int, total: int
 ) -> dict[str, Any]:
     app = ViewerHost()
     install_frame_clock(app)
@@ -237,9 +239,9 @@ async def _measure_in(
             start = time.perf_counter()
             viewer_class = importlib.import_module(VIEWER_MODULE).AuditViewerScreen
             screen = viewer_class(
-                connections.path,
+                backend,
+                export_dir=backend.settings.home / "exports",
                 clock=lambda: LOG_START + timedelta(seconds=total),
-                connections=connections,
             )
             app.push_screen(screen)
             await screen.first_page_shown.wait()
@@ -274,7 +276,7 @@ async def measure(quick: bool, progress: Progress) -> tuple[list[Row], dict[str,
     total = 2_000 if quick else 100_000
     repeats = 1 if quick else 7
     with temp_home("audit") as home:
-        path = home / "audit.sqlite"
+        path = checked_home(home)  # the home's database: its log is what the viewer reads
         progress(f"audit: generating {total:,} events")
         start = time.perf_counter()
         await asyncio.to_thread(build_log, path, total)

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.audit.log import AuditQuery
-from agents.facade import ShopBotEngine
-from agents.runner.engine import PRUNE_EVERY
+from agents.runner.engine import PRUNE_EVERY, ShopBotEngine
 from agents.settings import Settings
 from tests.perf.bare_graph import BareRunner, bare_runner
 from tests.perf.common import Progress, Row, TimedDemoModel, spread, temp_home

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.facade import ShopBotEngine
+from agents.runner.engine import ShopBotEngine
 from agents.settings import Settings
 from tests.perf.common import Progress, Row, TimedDemoModel, spread, temp_home
 from tests.perf.overhead import TurnTiming, timed_turn

@@ -36,9 +36,10 @@ from langchain_core.outputs import ChatGenerationChunk
 from pydantic import PrivateAttr
 from textual import events
 
-from agents.facade import ShopBotEngine
+from agents.backend.local import LocalBackend
 from agents.models.offline.demo_model import OfflineDemoModel
 from agents.models.offline.local_model import estimate_tokens
+from agents.runner.engine import ShopBotEngine
 from agents.settings import Settings
 from tests.perf.common import Progress, Row, spread, temp_home
 from tests.perf.textual_support import FrameClock, LoopLag, install_frame_clock, wait_until
@@ -198,7 +199,9 @@ async def stream_once(pieces: int) -> dict[str, Any]:
         app = ShopBotApp(
             settings,
             customer="Alex",
-            engine_factory=lambda: ShopBotEngine(settings, model=model),
+            backend_factory=lambda: LocalBackend(
+                settings, via="app", engine_factory=lambda: ShopBotEngine(settings, model=model)
+            ),
         )
         clock = install_frame_clock(app)
         lag = LoopLag()

@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from agents.facade import ShopBotEngine
 from agents.models.offline.demo_model import OfflineDemoModel
-from agents.runner.engine import PRUNE_EVERY
+from agents.runner.engine import PRUNE_EVERY, ShopBotEngine
 from agents.store import checkpoints
 from agents.store.checkpoints import open_checkpoints
 from agents.store.sqlite import StorageError

@@ -14,9 +14,9 @@ from langchain_mistralai.chat_models import _convert_message_to_mistral_chat_mes
 
 from agents.audit.log import AuditEvent, AuditQuery
 from agents.events import EngineEvent, TokenDelta, TurnFinished, TurnResult
-from agents.facade import ShopBotEngine
 from agents.graph.context import RetryBudget
 from agents.models.offline.demo_model import OfflineDemoModel
+from agents.runner.engine import ShopBotEngine
 from agents.settings import Settings
 from tests.support.fake_mistral import _check_conversation
 

@@ -94,6 +94,7 @@ def _drain(master: int) -> None:
 
 
 def _run_app(home: Path, thread_id: str, customer: str) -> None:
+    from agents.backend.local import LocalBackend
     from agents.models.offline.demo_model import OfflineDemoModel
     from agents.runner.engine import ShopBotEngine
     from agents.settings import Settings
@@ -114,7 +115,11 @@ def _run_app(home: Path, thread_id: str, customer: str) -> None:
         settings,
         thread_id=thread_id,
         customer=customer,
-        engine_factory=lambda: ShopBotEngine(settings, model=OfflineDemoModel()),
+        backend_factory=lambda: LocalBackend(
+            settings,
+            via="app",
+            engine_factory=lambda: ShopBotEngine(settings, model=OfflineDemoModel()),
+        ),
     )
     app.run()
 

@@ -22,10 +22,11 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 from agents.audit.log import AuditEvent
-from agents.facade import ShopBotEngine
+from agents.backend.local import LocalBackend
 from agents.graph.context import RetryBudget
 from agents.models.offline.demo_model import OfflineDemoModel
 from agents.models.offline.local_model import LocalChatModel
+from agents.runner.engine import ShopBotEngine
 from agents.settings import Settings
 from shopbot_tui.app import ShopBotApp
 from shopbot_tui.chat.approval_screen import ApprovalScreen
@@ -75,7 +76,21 @@ def make_app(
     def factory() -> ShopBotEngine:
         return engine_class(settings, model=model or OfflineDemoModel(), retry=retry)
 
-    return RecordingApp(settings, thread_id=thread_id, customer=customer, engine_factory=factory)
+    return RecordingApp(
+        settings, thread_id=thread_id, customer=customer, backend_factory=local(settings, factory)
+    )
+
+
+def local(settings: Settings, engine: Callable[[], ShopBotEngine]) -> Callable[[], LocalBackend]:
+    """The app's backend, in process, with the engine `engine` makes."""
+    return lambda: LocalBackend(settings, via="app", engine_factory=engine)
+
+
+def engine_of(app: ShopBotApp) -> ShopBotEngine | None:
+    """The engine behind the app's local backend, once it runs (for reading its stores)."""
+    backend = app.backend
+    assert isinstance(backend, LocalBackend)
+    return backend.engine
 
 
 def mistral_app(
@@ -94,7 +109,9 @@ def mistral_app(
     def factory() -> ShopBotEngine:
         return ShopBotEngine(settings, retry=retry)
 
-    return RecordingApp(settings, thread_id=thread_id, customer=customer, engine_factory=factory)
+    return RecordingApp(
+        settings, thread_id=thread_id, customer=customer, backend_factory=local(settings, factory)
+    )
 
 
 async def settle(pilot: Pilot[Any]) -> None:
@@ -206,8 +223,9 @@ def audit_events(app: ShopBotApp, thread_id: str) -> list[AuditEvent]:
     """The thread's audit events, oldest first."""
     from agents.audit.log import AuditQuery
 
-    assert app.engine is not None
-    return list(reversed(app.engine.audit.page(AuditQuery(thread_id=thread_id), limit=1000)))
+    engine = engine_of(app)
+    assert engine is not None
+    return list(reversed(engine.audit.page(AuditQuery(thread_id=thread_id), limit=1000)))
 
 
 class GatedModel(OfflineDemoModel):

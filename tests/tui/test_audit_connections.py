@@ -1,5 +1,5 @@
-"""The audit viewer's connections: one per kind of work, kept between openings of the viewer
-(the chat keeps them while the app runs), closed with the chat."""
+"""The audit viewer's connections (the local backend's): one per kind of work, kept between
+openings of the viewer (the backend keeps them while the app runs), closed with it."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any, ClassVar
 
 import pytest
 
+from agents.audit import log as audit_log_module
 from agents.audit.log import AuditLog
+from agents.backend.audit_connections import AuditConnections
 from agents.store.sqlite import StorageError
-from shopbot_tui.audit import connections as audit_connections
-from shopbot_tui.audit.connections import AuditConnections
 from shopbot_tui.audit.screen import AuditViewerScreen
 from tests.support.tui import make_app, settle
 
@@ -37,7 +37,7 @@ class CountedLog(AuditLog):
 def counted(monkeypatch: pytest.MonkeyPatch) -> type[CountedLog]:
     monkeypatch.setattr(CountedLog, "opened", [])
     monkeypatch.setattr(CountedLog, "closed", [])
-    monkeypatch.setattr(audit_connections, "AuditLog", CountedLog)
+    monkeypatch.setattr(audit_log_module, "AuditLog", CountedLog)
     return CountedLog
 
 
@@ -148,8 +148,5 @@ async def test_the_chat_keeps_the_viewers_connections_between_openings(
             assert {log.path for log in counted.opened} == {app.settings.database_path}
             assert len(counted.opened) == 2
             assert counted.closed == []
-    # Quitting closes them (on a thread of their own: wait for it).
-    for thread in audit_connections.threading.enumerate():
-        if thread.name == "audit-close":
-            thread.join(timeout=10)
+    # Quitting closes them (the backend closes with the app).
     assert sorted(map(id, counted.closed)) == sorted(map(id, counted.opened))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.facade import ShopBotEngine
+from agents.runner.engine import ShopBotEngine
 from shopbot_tui import launch
 from shopbot_tui.cli import main as cli
 from shopbot_tui.collector import pause_for_start_up

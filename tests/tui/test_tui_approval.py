@@ -13,10 +13,10 @@ from textual.pilot import Pilot
 from textual.widgets import Button, Input
 from textual.widgets._toast import Toast, ToastRack
 
-from agents.facade import ShopBotEngine
 from agents.graph.replies import COMPLAINT_DECISIONS
 from agents.models.offline.demo_model import OfflineDemoModel
 from agents.reviewer import login_name
+from agents.runner.engine import ShopBotEngine
 from agents.settings import Settings
 from agents.store import sqlite as sqlite_store
 from shopbot_tui.chat import decisions_waiting
@@ -29,6 +29,7 @@ from tests.support.tui import (
     RecordingApp,
     audit_details,
     audit_kinds,
+    engine_of,
     frame_text,
     instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
@@ -121,9 +122,9 @@ async def test_refund_opens_the_modal_and_approve_by_key(tmp_path: Path) -> None
         decided = audit_details(app, "t-test", "approval_decided")
         assert [(d["decided_by"], d["via"]) for d in decided] == [(login_name(), "app")]
         assert app.chat.pending is None
-        assert app.engine is not None
+        assert engine_of(app) is not None
         stored_notes = [
-            line.text for line in app.engine.transcript("t-test") if line.role == "note"
+            line.text for line in engine_of(app).transcript("t-test") if line.role == "note"
         ]
         assert stored_notes == notes(app)[1:]  # the welcome line is not stored
 
@@ -147,11 +148,11 @@ async def test_an_approval_the_ledger_cannot_take_is_asked_again_and_pays_once(
         assert "locked by another program" in " ".join(iter_notices(app, "error")) or any(
             "locked by another program" in note for note in notes(app)
         )
-        assert app.engine is not None and app.engine.shop.refunds() == []
+        assert engine_of(app) is not None and engine_of(app).shop.refunds() == []
         await pilot.press("a", "enter")
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
-        assert [r.order_id for r in app.engine.shop.refunds()] == ["ORD-005"]
+        assert [r.order_id for r in engine_of(app).shop.refunds()] == ["ORD-005"]
         assert audit_kinds(app, "t-test").count("refund_processed") == 1
 
 
@@ -242,7 +243,7 @@ async def test_the_dialog_reads_the_ledger_when_it_opens(tmp_path: Path) -> None
         # Any decision only closes it: nothing is paid twice.
         await pilot.press("a", "enter")
         await settle(pilot)
-        assert app.engine is not None and len(app.engine.shop.refunds()) == 1
+        assert engine_of(app) is not None and len(engine_of(app).shop.refunds()) == 1
 
 
 async def test_the_complaint_dialog_names_the_order_and_what_each_answer_does(
@@ -456,8 +457,8 @@ async def test_decision_taken_elsewhere_is_refused_and_the_thread_reloads(
         await send(pilot, REFUND)
         await pilot.press("escape")
         await settle(pilot)
-        assert app.engine is not None
-        await app.engine.decide("t-test", "reject")  # as `shopbot resume t-test reject` would
+        assert engine_of(app) is not None
+        await engine_of(app).decide("t-test", "reject")  # as `shopbot resume t-test reject` would
         await pilot.press("ctrl+r", "a", "enter")
         await settle(pilot)
         assert any("already answered" in notice for notice in iter_notices(app, "warning"))
@@ -480,9 +481,9 @@ async def test_a_decision_answered_elsewhere_is_not_offered_any_more(
         if not dialog_open:
             await pilot.press("escape")
             await settle(pilot)
-        assert app.engine is not None
+        assert engine_of(app) is not None
         app.notices.clear()
-        await app.engine.decide("t-test", "reject")  # as `shopbot resume t-test reject` would
+        await engine_of(app).decide("t-test", "reject")  # as `shopbot resume t-test reject` would
         app.chat.waiting.look()  # (what the app does every few seconds)
         await wait_until(pilot, lambda: app.chat.pending is None, "the decision is gone")
         await settle(pilot)

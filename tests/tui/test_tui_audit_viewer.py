@@ -24,6 +24,9 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Label, LoadingIndicator, Select, Static
 
 from agents.audit.log import AuditEvent, AuditLog, AuditQuery
+from agents.backend.local import LocalBackend
+from agents.settings import Settings
+from agents.store.home import checked_home
 from shopbot_tui.audit import screen as audit_viewer
 from shopbot_tui.audit.detail import CLIPPED_NOTE, MAX_VALUE_CHARS
 from shopbot_tui.audit.screen import PAGE_SIZE, AuditViewerScreen, _PageLoaded
@@ -66,6 +69,11 @@ EVENTS: list[tuple[str, str, str, dict[str, Any]]] = [
 SAM_IDS = [12, 11, 7, 6, 5, 4]
 
 
+def home_database(home: Path) -> Path:
+    """The database of a ShopBot home made in `home` (the viewer reads the home's log)."""
+    return checked_home(home)
+
+
 def fixed_clock() -> Callable[[], datetime]:
     """2025-06-10 09:00:00 UTC, then 37 s later at each call."""
     start = datetime(2025, 6, 10, 9, 0, tzinfo=UTC)
@@ -75,7 +83,7 @@ def fixed_clock() -> Callable[[], datetime]:
 
 @pytest.fixture
 def audit_path(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "audit.sqlite"
+    path = home_database(tmp_path)
     with AuditLog(path, clock=fixed_clock()) as log:
         for kind, thread, agent, detail in EVENTS:
             log.append(kind, thread_id=thread, agent=agent, detail=detail)
@@ -93,7 +101,13 @@ class ViewerHost(App[None]):
         self.results_changed = asyncio.Event()
 
     def on_mount(self) -> None:
-        self.push_screen(AuditViewerScreen(self.audit_path, tz=UTC, **self.viewer_options))
+        # The log is the home's database: the backend reads it as the app's does.
+        self.backend = LocalBackend(Settings(home=self.audit_path.parent), via="app")
+        options = {"export_dir": self.audit_path.parent / "exports", **self.viewer_options}
+        self.push_screen(AuditViewerScreen(self.backend, tz=UTC, **options))
+
+    async def on_unmount(self) -> None:
+        await self.backend.close()
 
     def on_audit_viewer_screen_results_shown(self, message: AuditViewerScreen.ResultsShown) -> None:
         self.results.append(message)
@@ -241,7 +255,7 @@ def damaged_past_its_first_page(path: Path) -> bytes:
 async def test_a_damaged_log_is_named_instead_of_crashing(
     tmp_path: Path, damage: Callable[[Path], bytes]
 ) -> None:
-    path = tmp_path / "audit.sqlite"
+    path = home_database(tmp_path)
     damaged = damage(path)
     async with ViewerHost(path).run_test(size=(120, 32)) as pilot:
         await settle(pilot)
@@ -250,7 +264,9 @@ async def test_a_damaged_log_is_named_instead_of_crashing(
         empty = screen.query_one("#audit-empty", Static)
         assert empty.display
         shown = str(empty.content)
-        assert shown.startswith(f"The audit log can't be read: The audit log at {path}")
+        # (The log is the home's one database: named as the log, or as that database.)
+        assert shown.startswith("The audit log can't be read: The ")
+        assert f" at {path} " in shown
         assert "damaged" in shown and "mv '" in shown
         assert not screen.query_one("#audit-results").has_class("-loading")
         assert any(n.title == "Audit log unavailable" for n in pilot.app._notifications)
@@ -397,7 +413,7 @@ async def test_markup_and_escapes_are_shown_literally(audit_path: Path) -> None:
 
 
 async def test_a_100_kb_paste_is_cut_for_display_but_exported_whole(tmp_path: Path) -> None:
-    path = tmp_path / "audit.sqlite"
+    path = home_database(tmp_path)
     paste = "Привет 你好 [b]x[/b] " * 5_000  # ~95 KB of Cyrillic, CJK and markup
     with AuditLog(path) as log:
         log.append("turn_started", thread_id="T-big", agent="order_agent", detail={"m": paste})
@@ -454,7 +470,7 @@ async def test_preset_thread_and_q_closes(audit_path: Path) -> None:
 
 
 async def test_paging_loads_more_rows_near_the_end(tmp_path: Path) -> None:
-    path = tmp_path / "audit.sqlite"
+    path = home_database(tmp_path)
     with AuditLog(path) as log:
         log.append_many(
             {"kind": "tool_called", "thread_id": f"T-{n % 7}", "detail": {"n": n}}
@@ -674,7 +690,7 @@ AGES = [
 
 @pytest.fixture
 def aged_log(tmp_path: Path) -> Path:
-    path = tmp_path / "aged.sqlite"
+    path = home_database(tmp_path)
     with AuditLog(path) as log:
         for age, thread in AGES:
             when = (SHIFT_END - age).isoformat()
@@ -829,7 +845,7 @@ async def test_letters_typed_in_the_search_box_are_text_and_not_offered_as_keys(
 async def test_whole_thread_ids_when_there_is_room(tmp_path: Path) -> None:
     """The table cut "20261130-114305-2b692c" to "…-114305-2b692c" at any width."""
     threads = ["20261130-114305-2b692c", "20261130-114307-77aa01"]
-    path = tmp_path / "audit.sqlite"
+    path = home_database(tmp_path)
     with AuditLog(path) as log:
         for thread in threads:
             log.append("turn_started", thread_id=thread, agent="order_agent", detail={})

@@ -17,10 +17,11 @@ from textual.command import Command, CommandList
 from textual.widgets import Input
 
 from agents.audit.log import AuditQuery
+from agents.backend import TURN_STOPPED_NOTE
 from agents.events import EngineEvent, ReplyDone, StepChanged, from_wire
-from agents.facade import TURN_STOPPED_NOTE, ShopBotEngine
 from agents.graph.context import RetryBudget
 from agents.graph.other_orders import other_orders_sentence
+from agents.runner.engine import ShopBotEngine
 from shopbot_tui.chat.approval_screen import ApprovalScreen
 from shopbot_tui.chat.notices import NOTHING_LEFT_TO_STOP, STILL_PAYING
 from shopbot_tui.chat.screen import ChatScreen
@@ -33,6 +34,7 @@ from tests.support.tui import (
     ProviderDownModel,
     audit_kinds,
     begin_conversation,
+    engine_of,
     frame_text,
     instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
@@ -72,8 +74,8 @@ async def test_order_status_turn(tmp_path: Path) -> None:
         assert kinds[0] == "turn_started" and kinds[-1] == "turn_finished"
         assert {"gate_passed", "tool_called"} <= set(kinds)
         # The screen and the stored transcript say the same thing.
-        assert app.engine is not None
-        stored = [(line.role, line.text) for line in app.engine.transcript("t-order")]
+        assert engine_of(app) is not None
+        stored = [(line.role, line.text) for line in engine_of(app).transcript("t-order")]
         assert stored == [line for line in lines if not line[1].startswith("New conversation")]
 
 
@@ -143,11 +145,12 @@ async def test_esc_stops_a_reply_and_the_conversation_goes_on(tmp_path: Path) ->
         assert not app.chat.query(AssistantReply)  # the unfinished reply is not kept
         assert notes(app)[-1] == TURN_STOPPED_NOTE
         assert app.chat.panel.step == "idle"
-        assert app.engine is not None
-        finished = app.engine.audit.page(AuditQuery(thread_id="t-stop", kinds=("turn_finished",)))
+        engine = engine_of(app)
+        assert engine is not None
+        finished = engine.audit.page(AuditQuery(thread_id="t-stop", kinds=("turn_finished",)))
         assert finished[0].detail == {"status": "stopped"}
         # The screen says what the stored transcript says.
-        stored = [(line.role, line.text) for line in app.engine.transcript("t-stop")]
+        stored = [(line.role, line.text) for line in engine_of(app).transcript("t-stop")]
         assert stored[-1] == ("note", TURN_STOPPED_NOTE)
         assert app.chat.message_input.value == "hello?"  # the refused message is kept
 
@@ -206,8 +209,8 @@ async def test_esc_once_the_reply_is_whole_or_the_question_asked_stops_nothing(
         TailHeldEngine.release.set()
         await settle(pilot)
         assert TURN_STOPPED_NOTE not in notes(app)
-        assert app.engine is not None
-        stored = [line.text for line in app.engine.transcript("t-tail")]
+        assert engine_of(app) is not None
+        stored = [line.text for line in engine_of(app).transcript("t-tail")]
         assert TURN_STOPPED_NOTE not in stored
         if "refund" in text:
             # The question is asked; esc in its dialog only closes the dialog, as ever.
@@ -238,13 +241,13 @@ async def test_esc_while_a_decision_is_answered_keeps_the_refund_paid(tmp_path: 
         await pilot.press("escape", "escape")  # twice: stopped once
         await wait_until(pilot, lambda: "t-paid" not in app.chat.busy, "the turn to stop")
         await settle(pilot)
-        assert app.engine is not None
-        assert app.engine.shop.refund_for("ORD-005") is not None  # the money moved: it stays
+        assert engine_of(app) is not None
+        assert engine_of(app).shop.refund_for("ORD-005") is not None  # the money moved: it stays
         shown = notes(app)
         assert shown.count(TURN_STOPPED_NOTE) == 1
         paid = next(note for note in shown if note.startswith("refund paid: ORD-005"))
         assert shown.index(paid) < shown.index(TURN_STOPPED_NOTE)
-        stored = [(line.role, line.text) for line in app.engine.transcript("t-paid")]
+        stored = [(line.role, line.text) for line in engine_of(app).transcript("t-paid")]
         assert ("note", paid) in stored and stored[-1] == ("note", TURN_STOPPED_NOTE)
         assert not app.chat.query(AssistantReply)  # the unfinished reply is gone
         assert app.chat.pending is None and isinstance(app.screen, ChatScreen)
@@ -260,24 +263,24 @@ async def test_esc_while_an_approved_refund_is_paid_says_it_cannot_stop_that(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await send(pilot, "I want a refund for ORD-005, the speaker crackles at any volume")
-        assert isinstance(app.screen, ApprovalScreen) and app.engine is not None
+        assert isinstance(app.screen, ApprovalScreen) and engine_of(app) is not None
         # The ledger write (in a worker thread) is slow: the shop database is busy, say.
         entered, release = threading.Event(), threading.Event()
-        record_refund = app.engine.shop.record_refund
+        record_refund = engine_of(app).shop.record_refund
 
         def slow_record(*args: object, **kwargs: object) -> object:
             entered.set()
             release.wait(30)
             return record_refund(*args, **kwargs)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(app.engine.shop, "record_refund", slow_record)
+        monkeypatch.setattr(engine_of(app).shop, "record_refund", slow_record)
         await pilot.press("a", "enter")
         await wait_until(pilot, entered.is_set, "the refund to be paid")
         await pilot.press("escape")
         assert list(iter_notices(app, "warning")) == [f"Not stopped: {STILL_PAYING}"]
         release.set()
         await settle(pilot)
-        assert app.engine.shop.refund_for("ORD-005") is not None
+        assert engine_of(app).shop.refund_for("ORD-005") is not None
         assert TURN_STOPPED_NOTE not in notes(app)
         assert "refund" in replies(app)[-1].lower()
 
@@ -347,8 +350,8 @@ async def test_provider_error_is_a_notification_and_the_thread_survives(tmp_path
         await send(pilot, "Are you there?")
         assert ("customer", "Are you there?") in transcript_on_screen(app)
         assert not app.chat.busy
-        assert app.engine is not None
-        assert [line.role for line in app.engine.transcript("t-test")].count("customer") == 2
+        assert engine_of(app) is not None
+        assert [line.role for line in engine_of(app).transcript("t-test")].count("customer") == 2
 
 
 async def test_second_message_while_answering_is_refused_and_kept(tmp_path: Path) -> None:
@@ -442,8 +445,9 @@ async def test_a_multi_line_paste_is_kept_whole(tmp_path: Path) -> None:
         assert box.value == "OK Hello, I need help with ORD-003. It was due last week. Where is it?"
         await pilot.press("enter")
         await settle(pilot)
-        assert app.engine is not None
-        said = [line.text for line in app.engine.transcript("t-test") if line.role == "customer"]
+        engine = engine_of(app)
+        assert engine is not None
+        said = [line.text for line in engine.transcript("t-test") if line.role == "customer"]
         assert said == ["OK Hello, I need help with ORD-003. It was due last week. Where is it?"]
 
 
@@ -453,7 +457,7 @@ async def test_typing_on_right_after_enter_keeps_only_the_new_text(
     app = make_app(tmp_path, customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        engine = app.engine
+        engine = engine_of(app)
         assert engine is not None
         accept = asyncio.Event()
         answer = engine.run_turn
@@ -484,14 +488,14 @@ async def test_loading_state_paints_before_the_engine(tmp_path: Path) -> None:
     app = make_app(tmp_path, engine_class=SlowEngine)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert app.engine is None
+        assert engine_of(app) is None
         loading = app.chat.query_one("#loading SystemNote")
         assert "Loading the engine" in visible_text(loading)
         panel = app.chat.query_one(SidePanel)
         assert "Model    offline demo" in visible_text(panel.query_one("#model"))
         gate.set()
         await settle(pilot)
-        assert app.engine is not None
+        assert engine_of(app) is not None
         assert notes(app)[0].startswith("New conversation")
 
 
@@ -509,7 +513,7 @@ async def test_a_message_sent_while_the_engine_loads_goes_once_it_is_up(tmp_path
         await pilot.pause()
         await send(pilot, "Where is ORD-002?", wait=False)
         await pilot.pause()
-        assert app.engine is None
+        assert engine_of(app) is None
         assert list(iter_notices(app, "information")) == [
             "Sending soon: ShopBot is still loading the engine; your message goes as soon as "
             "it is up."
@@ -584,8 +588,8 @@ async def test_an_order_id_before_a_long_run_of_one_character_is_not_redacted(
         await settle(pilot)
         await send(pilot, message)
         assert transcript_on_screen(app)[1] == ("customer", message)
-        assert app.engine is not None
-        stored = [line.text for line in app.engine.transcript("t-test")]
+        assert engine_of(app) is not None
+        stored = [line.text for line in engine_of(app).transcript("t-test")]
         assert stored[0] == message and "REDACTED" not in " ".join(stored)
 
 
@@ -598,8 +602,8 @@ async def test_correction_loop_is_shown(tmp_path: Path) -> None:
         assert any(note.startswith("gate: order id rejected: Order ID 'ORD-0O1'") for note in shown)
         assert "correcting (1/2)" in shown
         assert "correction" in audit_kinds(app, "t-test")
-        assert app.engine is not None
-        stored = [line.text for line in app.engine.transcript("t-test") if line.role == "note"]
+        assert engine_of(app) is not None
+        stored = [line.text for line in engine_of(app).transcript("t-test") if line.role == "note"]
         assert stored == shown[1:]
 
 
@@ -647,14 +651,14 @@ async def test_a_conversation_begun_without_a_customer_stays_without_one(tmp_pat
         assert any("began without a customer" in notice for notice in warnings)
         await send(pilot, "And ORD-001?")  # goes on, as before, for nobody in particular
         assert "Wireless Headphones" in replies(second)[-1]
-        assert second.engine is not None and second.engine.thread("t-anon").customer is None
+        assert engine_of(second) is not None and engine_of(second).thread("t-anon").customer is None
         # A new conversation is still for the customer the app was started for.
         await pilot.press("ctrl+n")
         await settle(pilot)
         assert second.chat.customer == "Alex"
         await send(pilot, "Where is ORD-002?")
         assert "In Transit" not in replies(second)[-1]  # Sam's order: not shown to Alex
-        new = second.engine.thread(second.chat.thread_id)
+        new = engine_of(second).thread(second.chat.thread_id)
         assert new is not None and new.customer == "Alex"
 
 

@@ -23,8 +23,8 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
 from agents.audit.log import AuditLog, AuditQuery
-from agents.facade import ShopBotEngine
 from agents.reviewer import login_name
+from agents.runner.engine import ShopBotEngine
 from agents.settings import Settings
 from agents.store.shop import ShopData
 from shopbot_tui.audit.screen import AuditViewerScreen
@@ -45,6 +45,7 @@ from tests.support.tui import (
     GatedModel,
     RecordingApp,
     audit_kinds,
+    engine_of,
     instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
     make_app,
@@ -83,8 +84,8 @@ def refunds_paid(home: Path) -> list[str]:
 
 def stored(app: RecordingApp, thread_id: str = "t-test") -> list[tuple[str, str]]:
     """The thread's transcript as stored, in the shape `transcript_on_screen` gives."""
-    assert app.engine is not None
-    return [(line.role, line.text) for line in app.engine.transcript(thread_id)]
+    assert engine_of(app) is not None
+    return [(line.role, line.text) for line in engine_of(app).transcript(thread_id)]
 
 
 def warnings(app: RecordingApp) -> list[str]:

@@ -10,8 +10,8 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Static
 
-from agents.facade import ShopBotEngine
 from agents.models.offline.demo_model import OfflineDemoModel
+from agents.runner.engine import ShopBotEngine
 from agents.settings import Settings
 from shopbot_tui.chat import decisions_waiting
 from shopbot_tui.chat.approval_screen import ApprovalScreen
@@ -21,6 +21,7 @@ from tests.support.tui import (
     SIZE,
     GatedModel,
     RecordingApp,
+    engine_of,
     instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
     make_app,
@@ -167,8 +168,8 @@ async def test_a_decision_reached_after_leaving_its_conversation_is_said_once(
         await wait_until(pilot, lambda: app.chat.thread_id != "t-sam", "a new conversation")
         # A count that reads the registry as the turn reaches its decision, before the turn
         # has ended here, must not count the decision as said already.
-        assert app.engine is not None
-        info = app.engine.thread("t-sam")
+        assert engine_of(app) is not None
+        info = engine_of(app).thread("t-sam")
         assert info is not None
         await app.chat.waiting.read(DecisionsRead([replace(info, status="awaiting_approval")]))
         model.open()

@@ -11,7 +11,7 @@ from textual.widgets import DataTable
 
 from shopbot_tui.chat.screen import ChatScreen
 from shopbot_tui.threads.screen import ThreadsScreen
-from tests.support.tui import SIZE, make_app, send, settle, wait_until
+from tests.support.tui import SIZE, engine_of, make_app, send, settle, wait_until
 
 
 async def type_text(pilot: Pilot[Any], text: str) -> None:
@@ -60,7 +60,7 @@ async def test_a_draft_stays_with_its_conversation(tmp_path: Path) -> None:
         await open_from_list(pilot, "t-sam")
         assert box(pilot) == "and ORD-005 too"
         assert pilot.app.chat.message_input.cursor_position == len("and ORD-005 too")
-        new_id = next(t.thread_id for t in app.engine.list_threads() if t.thread_id != "t-sam")
+        new_id = next(t.thread_id for t in engine_of(app).list_threads() if t.thread_id != "t-sam")
         await open_from_list(pilot, new_id)
         assert box(pilot) == "half a thought"
 
@@ -78,7 +78,7 @@ async def test_a_draft_is_there_after_quitting_until_it_is_sent(tmp_path: Path) 
         await pilot.press("enter")
         await settle(pilot)
         assert box(pilot) == ""
-        assert again.engine is not None and again.engine.draft("t-sam") == ""
+        assert engine_of(again) is not None and engine_of(again).draft("t-sam") == ""
 
     third = make_app(tmp_path, thread_id="t-sam", customer="Sam")
     async with third.run_test(size=SIZE) as pilot:
@@ -135,7 +135,7 @@ async def test_a_message_sent_as_its_conversation_is_left_is_not_its_draft(
         assert box(pilot) == ""
         await open_from_list(pilot, "t-sam")
         assert box(pilot) == ""
-        assert app.engine is not None and app.engine.draft("t-sam") == ""
+        assert engine_of(app) is not None and engine_of(app).draft("t-sam") == ""
 
 
 async def test_a_draft_stays_when_its_conversation_is_left_before_it_showed(
@@ -202,7 +202,7 @@ async def test_a_new_conversations_draft_is_in_the_next_new_conversation(tmp_pat
         await settle(pilot)
         assert again.chat.thread_id != first_id
         assert box(pilot) == "Where is ORD-002"
-        assert again.engine is not None and again.engine.draft(None) == ""  # taken
+        assert engine_of(again) is not None and engine_of(again).draft(None) == ""  # taken
         await pilot.press("enter")
         await settle(pilot)
         sent_in = again.chat.thread_id
@@ -214,9 +214,9 @@ async def test_a_new_conversations_draft_is_in_the_next_new_conversation(tmp_pat
     async with third.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert box(pilot) == ""  # sent: neither here nor in the conversation it went to
-        assert third.engine is not None
-        assert third.engine.draft(sent_in) == "" and third.engine.draft(None) == ""
-        lines = third.engine.transcript(sent_in)
+        assert engine_of(third) is not None
+        assert engine_of(third).draft(sent_in) == "" and engine_of(third).draft(None) == ""
+        lines = engine_of(third).transcript(sent_in)
         assert [line.text for line in lines if line.role == "customer"] == ["Where is ORD-002"]
 
 

@@ -13,10 +13,11 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
+from agents.backend import AuditQuery, Escalation, Reviewer
 from agents.events import EngineEvent, Escalated
-from agents.facade import AuditQuery, Escalation, Reviewer, ShopBotEngine
 from agents.models.offline.demo_model import OfflineDemoModel
 from agents.reviewer import login_name
+from agents.runner.engine import ShopBotEngine
 from agents.settings import Settings
 from shopbot_tui.chat import decisions_waiting
 from shopbot_tui.chat.decisions_waiting import DecisionsRead
@@ -25,6 +26,7 @@ from tests.support.tui import (
     SIZE,
     GatedModel,
     RecordingApp,
+    engine_of,
     frame_text,
     instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
@@ -129,13 +131,13 @@ async def test_an_escalation_is_shown_until_a_person_marks_it_handled(tmp_path: 
         assert "Escalation: Escalation of t-big marked handled." in iter_notices(app, "information")
         assert escalated_line(app) == ""
         assert "^g Handled" not in footer(app)
-        assert app.chat.engine is not None
-        closed = app.chat.engine.audit.page(AuditQuery(kinds=("escalation_closed",)), limit=5)
+        assert engine_of(app) is not None
+        closed = engine_of(app).audit.page(AuditQuery(kinds=("escalation_closed",)), limit=5)
         assert [(e.thread_id, e.detail["decided_by"], e.detail["via"]) for e in closed] == [
             ("t-big", name, "app")
         ]
         # The conversation keeps the line: opened again, it is there.
-        assert app.chat.engine.transcript("t-big")[-1].text == f"escalation handled by {name} (app)"
+        assert engine_of(app).transcript("t-big")[-1].text == f"escalation handled by {name} (app)"
 
 
 async def test_other_escalated_conversations_are_counted_and_marked_in_the_list(
@@ -158,8 +160,8 @@ async def test_other_escalated_conversations_are_counted_and_marked_in_the_list(
         assert "^g Handled" not in footer(app)
         await pilot.press("ctrl+g")
         await settle(pilot)
-        assert app.chat.engine is not None
-        assert len(app.chat.engine.escalations()) == 2
+        assert engine_of(app) is not None
+        assert len(engine_of(app).escalations()) == 2
 
         await pilot.press("ctrl+t")
         await settle(pilot)
@@ -177,7 +179,7 @@ async def test_other_escalated_conversations_are_counted_and_marked_in_the_list(
         assert escalated_line(app).endswith("1 other conversation escalated · marked ▲ in ctrl+t")
         await palette_command(pilot, "escalation handled")
         await settle(pilot)
-        assert [e.thread_id for e in app.chat.engine.escalations()] == ["t-two"]
+        assert [e.thread_id for e in engine_of(app).escalations()] == ["t-two"]
         assert escalated_line(app) == "1 conversation escalated · marked ▲ in ctrl+t"
 
 
@@ -204,10 +206,8 @@ async def test_an_escalation_handled_in_another_window_is_not_closed_twice(
             in iter_notices(app, "information")
         )
         assert not any(note.startswith("escalation handled by") for note in notes(app))
-        assert app.chat.engine is not None
-        closed_events = app.chat.engine.audit.page(
-            AuditQuery(kinds=("escalation_closed",)), limit=5
-        )
+        assert engine_of(app) is not None
+        closed_events = engine_of(app).audit.page(AuditQuery(kinds=("escalation_closed",)), limit=5)
         assert [e.detail["decided_by"] for e in closed_events] == ["dana"]
         assert escalated_line(app) == ""
 

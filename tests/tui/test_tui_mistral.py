@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from textual.message import Message
 
-from agents.facade import TURN_STOPPED_NOTE
+from agents.backend import TURN_STOPPED_NOTE
 from agents.graph.context import RetryBudget
 from agents.graph.replies import TURN_CUT_NOTE
 from shopbot_tui.chat.messages import ProviderRetrying, ReplyChunk
@@ -27,6 +27,7 @@ from tests.support.fake_mistral import (
 from tests.support.tui import (
     SIZE,
     RecordingApp,
+    engine_of,
     frame_text,
     instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
@@ -53,8 +54,8 @@ def order_status(reply: str) -> list[object]:
 
 
 def stored(app: RecordingApp, thread_id: str = "t-test") -> list[tuple[str, str]]:
-    assert app.engine is not None
-    return [(line.role, line.text) for line in app.engine.transcript(thread_id)]
+    assert engine_of(app) is not None
+    return [(line.role, line.text) for line in engine_of(app).transcript(thread_id)]
 
 
 def sent_history(fake: FakeMistralServer) -> list[tuple[str, str]]:

@@ -14,6 +14,7 @@ from shopbot_tui.chat.screen import ChatScreen
 from tests.support.tui import (
     SIZE,
     audit_details,
+    engine_of,
     instant_approval,  # noqa: F401 - autouse fixture
     make_app,
     send,
@@ -44,8 +45,8 @@ async def test_a_reviewer_whose_limit_covers_it_approves_it_in_the_dialog(tmp_pa
         await pilot.press("a", "enter")
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
-        assert app.engine is not None
-        paid = app.engine.shop.refund_for("ORD-004")
+        assert engine_of(app) is not None
+        paid = engine_of(app).shop.refund_for("ORD-004")
         assert paid is not None and str(paid.amount) == "649.00"
         decided = audit_details(app, "t-test", "approval_decided")
         assert [d["decided_by"] for d in decided] == [login_name()]
@@ -68,7 +69,7 @@ async def test_someone_without_the_authority_sees_why_and_cannot_decide(tmp_path
         await pilot.press("escape")
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen)
-        assert app.engine is not None
-        assert app.engine.shop.refunds() == []
+        assert engine_of(app) is not None
+        assert engine_of(app).shop.refunds() == []
         assert app.chat.pending is not None  # still waiting, for someone who can
         assert audit_details(app, "t-test", "approval_decided") == []

@@ -21,6 +21,7 @@ from shopbot_tui.threads.screen import ThreadsScreen
 from shopbot_tui.widgets.conversation import AssistantReply, CustomerMessage
 from tests.support.tui import (
     GatedModel,
+    engine_of,
     frame_text,
     instant_approval,  # noqa: F401 - autouse fixture
     make_app,
@@ -99,9 +100,9 @@ async def open_list_of_six(pilot: Pilot[Any]) -> None:
     """The conversation list, with six conversations in it."""
     await settle(pilot)
     app = pilot.app
-    assert isinstance(app, ShopBotApp) and app.engine is not None
+    assert isinstance(app, ShopBotApp) and engine_of(app) is not None
     for n in range(6):
-        app.engine.threads.ensure(f"t-{n}", customer="Sam")
+        engine_of(app).threads.ensure(f"t-{n}", customer="Sam")
     await pilot.press("ctrl+t")
     await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), "the threads")
     await settle(pilot)
@@ -139,8 +140,8 @@ async def test_the_conversation_list_fits_the_width_of_a_small_terminal(
         await pilot.press("ctrl+t")
         await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), "the threads")
         await settle(pilot)
-        assert app.engine is not None
-        (info,) = app.engine.list_threads()
+        assert engine_of(app) is not None
+        (info,) = engine_of(app).list_threads()
         table = app.screen.query_one("#threads")
         assert table.virtual_size.width <= table.scrollable_content_region.width
         row = next(line for line in painted_text(app, table).splitlines() if "Sam" in line)

@@ -14,8 +14,9 @@ from textual.command import CommandInput, CommandList, CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Button, DataTable, Input, Tab, Tabs
 
-from agents.facade import AuditQuery, ShopBotEngine
+from agents.backend import AuditQuery
 from agents.models.offline.demo_model import OfflineDemoModel
+from agents.runner.engine import ShopBotEngine
 from agents.settings import Settings
 from agents.store.home import forget_checked
 from agents.store.threads import ChatLine
@@ -34,6 +35,7 @@ from tests.support.tui import (
     SIZE,
     GatedModel,
     begin_conversation,
+    engine_of,
     frame_text,
     instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
@@ -118,7 +120,7 @@ async def test_switching_back_to_a_thread_mid_reply_shows_the_reply_below_its_hi
         await wait_until(pilot, lambda: app.chat.thread_ready, "the new conversation")
 
         # Back, with a slow history read: the rest of the reply arrives while it loads.
-        engine = app.engine
+        engine = engine_of(app)
         assert engine is not None
         read = engine.transcript
 
@@ -164,7 +166,7 @@ async def test_a_thread_opened_again_mid_reply_shows_that_reply_from_its_start(
         await wait_until(pilot, lambda: "t-one" not in app.chat.busy, "the turn to end")
         await settle(pilot)
         assert first_piece in replies(app)[-1] and "ORD-002" in replies(app)[-1]
-        engine = app.engine
+        engine = engine_of(app)
         assert engine is not None
         stored = engine.transcript("t-one")
         assert transcript_on_screen(app) == [(line.role, line.text) for line in stored]
@@ -214,7 +216,7 @@ async def test_a_turn_that_pauses_for_approval_while_its_thread_loads_is_shown_p
 
         # Back to it: the load reads "nothing pending", then the turn runs to its approval
         # and ends before that stale answer is shown.
-        engine = app.engine
+        engine = engine_of(app)
         assert engine is not None
         read, pending_now = engine.transcript, engine.pending_approval
 
@@ -308,9 +310,9 @@ async def test_thread_list_filter(tmp_path: Path) -> None:
     app = make_app(tmp_path, thread_id="t-b", customer="Alex")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert app.engine is not None
+        assert engine_of(app) is not None
         for thread_id, customer in (("t-a", "Sam"), ("t-b", "Alex")):
-            app.engine.threads.ensure(thread_id, customer=customer)
+            engine_of(app).threads.ensure(thread_id, customer=customer)
         screen = await thread_list(pilot)
         await pilot.press("ctrl+f", *"alex")
         table = screen.query_one("#threads", DataTable)
@@ -326,11 +328,11 @@ async def test_the_thread_list_filter_finds_threads_older_than_those_listed(
     app = make_app(tmp_path, thread_id="t-open", customer="Alex")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert app.engine is not None
+        assert engine_of(app) is not None
         # The oldest first: t-005 is far past the most recent SHOWN.
         for number in range(SHOWN + 60):
             customer = "Łukasz" if number == 5 else "Sam"
-            app.engine.threads.ensure(f"t-{number:03d}", customer=customer)
+            engine_of(app).threads.ensure(f"t-{number:03d}", customer=customer)
         screen = await thread_list(pilot)
         table = screen.query_one("#threads", DataTable)
         assert table.row_count == SHOWN and "t-005" not in {row.value for row in table.rows}
@@ -349,11 +351,11 @@ async def test_the_marks_of_the_thread_list_read_in_the_light_theme_too(tmp_path
     app = make_app(tmp_path, thread_id="t-idle")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert app.engine is not None
+        assert engine_of(app) is not None
         for thread_id, status in (("t-waits", "awaiting_approval"), ("t-broke", "error")):
-            app.engine.threads.ensure(thread_id, customer="Sam")
-            app.engine.threads.update(thread_id, status=status)
-        app.engine.threads.ensure("t-idle", customer="Sam")  # the newest: the cursor's row
+            engine_of(app).threads.ensure(thread_id, customer="Sam")
+            engine_of(app).threads.update(thread_id, status=status)
+        engine_of(app).threads.ensure("t-idle", customer="Sam")  # the newest: the cursor's row
         app.theme = "textual-dark"
         await pilot.press("ctrl+t")
         await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), "the list")
@@ -429,7 +431,7 @@ async def test_palette_commands_that_need_the_engine_say_it_is_still_loading(
     app = make_app(tmp_path, thread_id="t-early", engine_class=SlowStartEngine)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert app.engine is None
+        assert engine_of(app) is None
         for said, command in enumerate(("new conv", "switch thr", "export chat"), start=1):
             await pilot.press("ctrl+p")
             await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), "palette")
@@ -448,7 +450,7 @@ async def test_palette_commands_that_need_the_engine_say_it_is_still_loading(
         assert app.chat.thread_id == "t-early"
         SlowStartEngine.go.set()
         await settle(pilot)
-        assert app.engine is not None
+        assert engine_of(app) is not None
 
 
 class EngineThatCannotStart(ShopBotEngine):
@@ -462,7 +464,7 @@ async def test_an_engine_that_could_not_start_is_never_said_to_be_loading(
     app = make_app(tmp_path, engine_class=EngineThatCannotStart)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert app.engine is None
+        assert engine_of(app) is None
         assert any("could not start" in notice for notice in iter_notices(app, "error"))
         # The panel does not show the first agent idle, as if ready for a message.
         card = app.chat.query_one("#agent-order_agent", AgentCard)
@@ -500,8 +502,8 @@ async def test_an_audit_event_opens_its_conversation(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await send(pilot, "Where is ORD-002?")
-        assert app.engine is not None
-        audit = app.engine.audit
+        assert engine_of(app) is not None
+        audit = engine_of(app).audit
         ghost = audit.append("handoff", thread_id="t-ghost", agent="order_agent")
         unthreaded = audit.append("refund_processed", detail={"order_id": "ORD-001"})
         await pilot.press("ctrl+n")
@@ -619,7 +621,7 @@ async def test_a_lost_database_is_named_and_the_app_makes_no_new_one(
     app = make_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert app.engine is None
+        assert engine_of(app) is None
         (problem,) = iter_notices(app, "error")
         assert f"The ShopBot database at {path} {state}" in problem
         app.notices.clear()
@@ -630,7 +632,7 @@ async def test_a_lost_database_is_named_and_the_app_makes_no_new_one(
     again = make_app(tmp_path)
     async with again.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert again.engine is None  # still refused: the database was left as found
+        assert engine_of(again) is None  # still refused: the database was left as found
 
 
 async def test_a_database_damaged_past_its_first_page_is_named_when_a_read_trips_on_it(
@@ -864,7 +866,7 @@ async def test_the_customer_box_is_one_shift_tab_away_and_starts_empty(tmp_path:
 def seed_queues(app: Any) -> None:
     """Conversations in every state that needs a person, one of each far older than the
     SHOWN most recent the list loads, and a draft of a conversation never started."""
-    engine = app.engine
+    engine = engine_of(app)
     assert engine is not None
     threads = engine.threads
     threads.ensure("t-waits-old", customer="Sam")
@@ -959,10 +961,10 @@ async def test_a_view_with_nothing_in_it_says_why(tmp_path: Path) -> None:
     app = make_app(tmp_path, thread_id="t-one", customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert app.engine is not None
+        assert engine_of(app) is not None
         for thread_id, customer in (("t-one", "Sam"), ("t-two", "Alex")):
-            app.engine.threads.ensure(thread_id, customer=customer)
-        app.engine.threads.escalate("t-two", agent="order_agent", reason="order id still wrong")
+            engine_of(app).threads.ensure(thread_id, customer=customer)
+        engine_of(app).threads.escalate("t-two", agent="order_agent", reason="order id still wrong")
         screen = await thread_list(pilot)
         empty = screen.query_one("#threads-empty")
 
@@ -993,9 +995,9 @@ async def test_typing_over_the_views_filters_the_list(tmp_path: Path) -> None:
     app = make_app(tmp_path, thread_id="t-one", customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert app.engine is not None
-        app.engine.threads.ensure("t-one", customer="Sam")
-        app.engine.threads.save_draft("t-one", "half a sentence")
+        assert engine_of(app) is not None
+        engine_of(app).threads.ensure("t-one", customer="Sam")
+        engine_of(app).threads.save_draft("t-one", "half a sentence")
         screen = await thread_list(pilot)
         tabs = screen.query_one("#views", Tabs)
         await pilot.press("shift+tab")
@@ -1016,10 +1018,10 @@ async def test_the_views_fit_a_small_terminal_and_leave_the_list_rows(
     app = make_app(tmp_path, thread_id="t-open", customer="Alex")
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
-        assert app.engine is not None
+        assert engine_of(app) is not None
         for number in range(6):
-            app.engine.threads.ensure(f"t-{number}", customer="Sam")
-            app.engine.threads.escalate(f"t-{number}", agent="order_agent", reason="why not")
+            engine_of(app).threads.ensure(f"t-{number}", customer="Sam")
+            engine_of(app).threads.escalate(f"t-{number}", agent="order_agent", reason="why not")
         screen = await thread_list(pilot)
         await pilot.press("ctrl+t", "ctrl+t")
         await pilot.pause()

@@ -1,4 +1,4 @@
-"""The audit viewer's connections to the audit log, kept while the app runs.
+"""The audit log's reading connections of a local backend, kept while it runs.
 
 One connection per kind of work ("pages", "stats", "export"), so a slow count never queues a
 page behind AuditLog's lock. They open on first use, in the viewer's worker threads, and the
@@ -12,9 +12,13 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from agents.facade import AuditLog, Location, StorageError, is_busy
+from agents.store.sqlite import StorageError, is_busy
+
+if TYPE_CHECKING:
+    from agents.audit.log import AuditLog
+    from agents.store.database import Location
 
 T = TypeVar("T")
 
@@ -57,7 +61,7 @@ class AuditConnections:
         with self._open_lock:  # one opening at a time: two workers wanting "stats" share one
             with self._lock:
                 if self._closed:
-                    raise StorageError("The audit viewer is closed.")
+                    raise StorageError("The audit log's connections are closed.")
                 log = self._logs.get(role)
                 if log is not None:
                     self._users[id(log)] = self._users.get(id(log), 0) + 1
@@ -66,13 +70,15 @@ class AuditConnections:
             # `close` takes `_lock` (on the event loop when a viewer owns its connections).
             if self._before_open is not None:
                 self._before_open()
+            from agents.audit.log import AuditLog  # (its dataclasses: not for the first frame)
+
             opened = AuditLog(self.path)
             with self._lock:
                 kept = self._keep(role, opened)
         if kept:
             return opened
         opened.close()
-        raise StorageError("The audit viewer is closed.")
+        raise StorageError("The audit log's connections are closed.")
 
     def _keep(self, role: str, log: AuditLog) -> bool:
         # (`_lock` held.) Closed while `log` was opening: it is not kept.
@@ -104,7 +110,3 @@ class AuditConnections:
             self._retired.update(id(log) for log in logs if id(log) in self._users)
         for log in idle:
             log.close()
-
-    def close_in_background(self) -> None:
-        """`close` on a thread of its own, for the event loop (closing may flush to disk)."""
-        threading.Thread(target=self.close, name="audit-close", daemon=True).start()

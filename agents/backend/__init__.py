@@ -1,10 +1,13 @@
-"""The one door to ShopBot's engine for its fronts, the TUI and the `shopbot` command.
+"""The one interface ShopBot's fronts (the TUI, the `shopbot` command) use: a `Backend`
+(protocol.py; `LocalBackend` runs ShopBot in this process) and the plain values it takes and
+returns, with the rules for showing them. The import contracts in pyproject.toml keep the
+fronts to this module.
 
-Light to import (no LangChain, no LangGraph): a front can paint first. `ShopBotEngine`, the
-part that runs turns, is imported on first use, about a second of imports; do that off the
-event loop (`await asyncio.to_thread(load_engine)`). The rest is what a front needs to
-show and read: settings, the events a turn streams, the records (threads, transcripts, the
-audit log) and the rules for showing untrusted text.
+Light to import (no LangChain, no LangGraph): a front can paint first. The turn's events and
+the audit log's records are dataclasses that take 20-40 ms to create, and the first frame
+needs none of them: they load on first use (`backend.outcome(...)`), and a front names them
+before that only for types (TYPE_CHECKING); tests/tui/test_tui_chat.py checks that
+`shopbot`'s modules load none of them.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from agents.backend.protocol import Backend
 from agents.errors import BusyElsewhere, InputError, NothingPending
 from agents.graph.replies import TURN_STOPPED_NOTE
 from agents.logging_setup import configure_logging
@@ -29,26 +33,15 @@ from agents.safety.text import (
     visible_line,
 )
 from agents.settings import OFFLINE_MODEL_LABEL, Settings
-from agents.store.damage import (
-    diagnose_storage,
-    failure_text,
-    file_failure_text,
-)
-from agents.store.database import Location, checked_database, location_of
-from agents.store.home import checked_home
-from agents.store.sqlite import StorageError, is_busy
-from agents.store.threads import (
-    ChatLine,
-    ThreadInfo,
-    ThreadRegistry,
-    agent_read_only,
-    validate_thread_id,
-)
+from agents.store.damage import diagnose_storage, failure_text
+from agents.store.sqlite import StorageError
+from agents.store.threads import ChatLine, ThreadInfo, agent_read_only, validate_thread_id
 
 if TYPE_CHECKING:
     from agents.audit.decisions import earlier_decision
-    from agents.audit.log import AUDIT_KINDS, AuditEvent, AuditLog, AuditQuery, normalise_ts
+    from agents.audit.log import AUDIT_KINDS, AuditEvent, AuditQuery, normalise_ts
     from agents.audit.log import MAX_PAGE as MAX_AUDIT_PAGE
+    from agents.backend.local import LocalBackend
     from agents.eval.flow import Flow, load_flows
     from agents.eval.metrics import median, p95
     from agents.eval.results import FlowResult, SuiteResult, TryResult
@@ -69,27 +62,21 @@ if TYPE_CHECKING:
         outcome,
         retry_notice,
     )
-    from agents.runner.engine import ShopBotEngine
-    from agents.store.escalations import Escalation, escalation_handled_note, mark_handled
+    from agents.store.escalations import Escalation, escalation_handled_note
 
-# Imported on first use: the events' and the audit log's dataclasses take 20-40 ms to create,
-# and the first frame needs none of them. A front that starts before its engine names them
-# only for types (TYPE_CHECKING) or reads them when it uses them (`facade.outcome(...)`);
-# tests/tui/test_tui_chat.py checks that `shopbot`'s modules load none of them.
 _ON_FIRST_USE = {
+    "LocalBackend": "agents.backend.local",
     **dict.fromkeys(
-        ("AUDIT_KINDS", "MAX_AUDIT_PAGE", "AuditEvent", "AuditLog", "AuditQuery", "normalise_ts"),
+        ("AUDIT_KINDS", "MAX_AUDIT_PAGE", "AuditEvent", "AuditQuery", "normalise_ts"),
         "agents.audit.log",
     ),
     "earlier_decision": "agents.audit.decisions",
-    # `shopbot eval` (agents/eval): scripted flows, their runner and their results.
+    # `shopbot eval` (agents/eval): scripted flows through the engine, and their results.
     **dict.fromkeys(("Flow", "load_flows"), "agents.eval.flow"),
     **dict.fromkeys(("median", "p95"), "agents.eval.metrics"),
     **dict.fromkeys(("FlowResult", "SuiteResult", "TryResult"), "agents.eval.results"),
     **dict.fromkeys(("offline_calls", "run_suite"), "agents.eval.runner"),
-    **dict.fromkeys(
-        ("Escalation", "escalation_handled_note", "mark_handled"), "agents.store.escalations"
-    ),
+    **dict.fromkeys(("Escalation", "escalation_handled_note"), "agents.store.escalations"),
     **dict.fromkeys(
         (
             "AgentChanged",
@@ -110,23 +97,11 @@ _ON_FIRST_USE = {
         "agents.events",
     ),
 }
-
-
-# Names the facade gives differently from their module.
+# Names given here differently from their module.
 _NAMED_THERE = {"MAX_AUDIT_PAGE": "MAX_PAGE"}
 
 
-def load_engine() -> type[ShopBotEngine]:
-    """The engine class, importing LangChain and LangGraph if that has not happened yet."""
-    from agents.runner.engine import ShopBotEngine
-
-    return ShopBotEngine
-
-
 def __getattr__(name: str) -> Any:
-    # `from agents.facade import ShopBotEngine` works, and costs the import only then.
-    if name == "ShopBotEngine":
-        return load_engine()
     module = _ON_FIRST_USE.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -148,8 +123,8 @@ __all__ = [
     "AgentChanged",
     "ApprovalRequest",
     "AuditEvent",
-    "AuditLog",
     "AuditQuery",
+    "Backend",
     "BusyElsewhere",
     "ChatLine",
     "EngineEvent",
@@ -158,39 +133,30 @@ __all__ = [
     "FlowResult",
     "GateChecked",
     "InputError",
-    "Location",
+    "LocalBackend",
     "MessageRejected",
     "NothingPending",
     "ReplyDone",
     "Retrying",
     "Reviewer",
     "Settings",
-    "ShopBotEngine",
     "Step",
     "StepChanged",
     "StorageError",
     "SuiteResult",
     "ThreadInfo",
-    "ThreadRegistry",
     "TokenDelta",
     "TryResult",
     "TurnFailed",
     "TurnFinished",
     "TurnResult",
     "agent_read_only",
-    "checked_database",
-    "checked_home",
     "configure_logging",
     "diagnose_storage",
     "earlier_decision",
     "escalation_handled_note",
     "failure_text",
-    "file_failure_text",
-    "is_busy",
-    "load_engine",
     "load_flows",
-    "location_of",
-    "mark_handled",
     "median",
     "normalise_ts",
     "note_for",

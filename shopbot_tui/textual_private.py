@@ -1,0 +1,71 @@
+"""Every private Textual internal ShopBot relies on, in one place: what the `textual<8.3` pin
+in pyproject.toml is about. Each has no public equivalent in 8.2; a Textual upgrade is
+checked here first (tests/tui exercise each one).
+
+- The streamed reply keeps the lines it has painted when it only grows taller
+  (`KeepsPaintedLines`): Textual forgets every painted line of a widget whose size changes.
+- A toast is taken back before its time (`withdraw_notifications`): a click on a toast
+  removes it with the same private call.
+- The paste-aware input driver (terminal_input.py) parses the terminal's bytes with
+  Textual's own xterm parser (`XTermParser`, `ParseError`, `loop_last`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual._loop import loop_last
+from textual._parser import ParseError
+from textual._xterm_parser import XTermParser
+from textual.widget import Widget
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.geometry import Size
+
+
+class KeepsPaintedLines(Widget):
+    """A widget whose painted lines survive a layout that only made it taller (none of its
+    lines moved: no bottom border or padding). `laid_out(size)` is told every size laid out."""
+
+    def laid_out(self, size: Size) -> None:
+        """The size the widget was just laid out at (its own bookkeeping)."""
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        old, cache = self.outer_size, self._styles_cache
+        keep = old.height - self.styles.gutter.bottom
+        kept = (
+            {
+                y: strip
+                for y, strip in cache._cache.items()
+                if y < keep and y not in cache._dirty_lines
+            }
+            if size.width == old.width and size.height > old.height
+            else {}
+        )
+        changed = super()._size_updated(size, virtual_size, container_size, layout)
+        self.laid_out(size)
+        if kept:
+            cache._cache.update(kept)
+            cache._dirty_lines.difference_update(kept)
+        return changed
+
+
+def withdraw_notifications(app: App[Any], title: str) -> None:
+    """Remove the app's notifications titled `title`, their toasts with them."""
+    stale = [notification for notification in app._notifications if notification.title == title]
+    for notification in stale:
+        app._unnotify(notification, refresh=False)
+    if stale:
+        app._refresh_notifications()
+
+
+__all__ = [
+    "KeepsPaintedLines",
+    "ParseError",
+    "XTermParser",
+    "loop_last",
+    "withdraw_notifications",
+]
