@@ -157,6 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--offline", action="store_true", help="use the offline demo model (no network)"
     )
+    parser.add_argument(
+        "--server",
+        metavar="URL",
+        help="work with this ShopBot server (SHOPBOT_SERVER_URL; the token: SHOPBOT_SERVER_TOKEN)",
+    )
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     # `metavar`s and a help line for every argument: `shopbot chat --help` showed

@@ -54,6 +54,8 @@ def config_for(folder: Path) -> Path:
     ]
     config["graphs"] = {name: absolute(spec) for name, spec in config["graphs"].items()}
     config["auth"]["path"] = absolute(config["auth"]["path"])
+    if "http" in config:
+        config["http"]["app"] = absolute(config["http"]["app"])
     path = folder / "langgraph.json"
     path.write_text(json.dumps(config))
     return path
