@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import httpx
-from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import APIStatusError, NotFoundError
 
 from agents.backend import wire
@@ -70,8 +70,8 @@ GRAPH = "shopbot"
 # A read that could not reach the server is tried again after these pauses (seconds).
 READ_RETRIES = (0.25, 1.0, 2.0)
 # What a person waits at most for one answer before being told the server does not answer.
-# (connect, read, write, pool): a turn's stream may go quiet while the model thinks.
-TIMEOUT = (5.0, 120.0, 30.0, 5.0)
+# A turn's stream may go quiet while the model thinks; a connection is made in seconds.
+TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=120.0)
 
 
 def server_thread_id() -> str:
@@ -85,8 +85,18 @@ class RemoteBackend:
 
     def __init__(self, url: str, token: str | None, *, home: Path, via: str) -> None:
         self.url = url.rstrip("/")
-        headers = {"Authorization": f"Bearer {token}"} if token else None
-        self._client = get_client(url=self.url, headers=headers, timeout=TIMEOUT)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # The SDK's client, on an httpx client of our own: `get_client` retries a refused
+        # connection five times with backoff (15 s before a person hears of it) and sends
+        # any LANGSMITH_API_KEY of the environment to the server; the tries here are ours.
+        self._client = LangGraphClient(
+            httpx.AsyncClient(
+                base_url=self.url,
+                transport=httpx.AsyncHTTPTransport(retries=0),
+                timeout=TIMEOUT,
+                headers=headers,
+            )
+        )
         self._via = via
         self._operator: str | None = None
         self._model = "on the server"
@@ -211,13 +221,9 @@ class RemoteBackend:
         watch = RunWatch(agent)
         self._running[thread_id] = (task, run_ids, watch, paying)
         try:
-            async with aclosing(self._streamed(thread_id, run, run_ids)) as events:
-                # The first event before anything is said: a run the server refuses is
-                # refused here as in process, before the turn shows as begun (its message
-                # kept in the box).
-                first = await anext(events, None)
+            async with aclosing(await self._opened(thread_id, run, run_ids)) as events:
                 yield AgentChanged(agent=agent)
-                async for event in _then(first, events):
+                async for event in events:
                     if not isinstance(event, TokenDelta):
                         watch.sees(event)
                         if isinstance(event, RefundPaid | RefundNotCarriedOut | TurnFailed):
@@ -234,6 +240,26 @@ class RemoteBackend:
         if result.pending is not None:
             yield ApprovalRequested(result.pending)
         yield TurnFinished(result)
+
+    async def _opened(
+        self, thread_id: str, run: dict[str, Any], run_ids: list[str]
+    ) -> AsyncGenerator[EngineEvent, None]:
+        """The run's stream, its first event read: a run the server refuses is refused here
+        as in process, before the turn shows as begun (its message kept in the box). A
+        connection that could not be made is tried again: nothing was sent on it."""
+        for pause in (*READ_RETRIES, None):
+            events = self._streamed(thread_id, run, run_ids)
+            try:
+                first = await anext(events, None)
+            except _NotConnected as exc:
+                await events.aclose()
+                if pause is None:
+                    raise self._unreachable(exc.cause) from None
+                log.warning("the server at %s cannot be reached (%s); trying again", self.url, exc)
+                await asyncio.sleep(pause)
+                continue
+            return _then(first, events)
+        raise AssertionError("unreachable")  # (the last pause is None)
 
     async def _streamed(
         self, thread_id: str, run: dict[str, Any], run_ids: list[str]
@@ -261,15 +287,22 @@ class RemoteBackend:
             if run_ids:
                 raise
             raise await self._refusal(thread_id, exc) from None
+        except httpx.ConnectError as exc:
+            if not run_ids:  # (no connection, no run: the message was not sent)
+                raise _NotConnected(exc) from None
+            yield self._lost(exc)
         except httpx.TransportError as exc:
-            if not run_ids:  # (nothing was created: the message was not sent)
+            if not run_ids:  # (the run may have been created: not sent again)
                 raise self._unreachable(exc) from None
-            yield TurnFailed(
-                kind="provider",
-                message=f"The connection to the ShopBot server at {self.url} was lost "
-                f"mid-turn ({exc}); the server carries on with it: open the conversation "
-                "again to see how it ended.",
-            )
+            yield self._lost(exc)
+
+    def _lost(self, exc: BaseException) -> TurnFailed:
+        return TurnFailed(
+            kind="provider",
+            message=f"The connection to the ShopBot server at {self.url} was lost mid-turn "
+            f"({exc}); the server carries on with it: open the conversation again to see how "
+            "it ended.",
+        )
 
     async def _result(self, thread_id: str, watch: RunWatch) -> TurnResult:
         """How the turn ended, as the server stored it."""
@@ -488,13 +521,21 @@ class RemoteBackend:
         return written
 
 
+class _NotConnected(Exception):
+    def __init__(self, cause: httpx.ConnectError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 async def _then(
-    first: EngineEvent | None, rest: AsyncIterator[EngineEvent]
-) -> AsyncIterator[EngineEvent]:
-    if first is not None:
-        yield first
-    async for event in rest:
-        yield event
+    first: EngineEvent | None, rest: AsyncGenerator[EngineEvent, None]
+) -> AsyncGenerator[EngineEvent, None]:
+    """`first`, then the rest of the stream it came from (closed with this one)."""
+    async with aclosing(rest):
+        if first is not None:
+            yield first
+        async for event in rest:
+            yield event
 
 
 def _detail(exc: APIStatusError) -> str:

@@ -38,3 +38,20 @@ def client(served: langgraph_dev.Served) -> SyncLangGraphClient:
 def assistant_id(client: SyncLangGraphClient) -> str:
     (assistant,) = client.assistants.search(graph_id="shopbot")
     return str(assistant["assistant_id"])
+
+
+@pytest.fixture(scope="session")
+def operators_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[langgraph_dev.Served]:
+    """A second server, for the fronts' tests (tests/serving/test_remote_*.py): its own shop,
+    whose orders the SDK tests above do not refund first."""
+    folder: Path = tmp_path_factory.mktemp("langgraph-dev-fronts")
+    try:
+        server = langgraph_dev.start(
+            folder,
+            tokens=f"dana:{DANA_TOKEN}, lee:{LEE_TOKEN}",
+            reviewers='[reviewers]\nlee = "2000.00"\n',
+        )
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield server
+    langgraph_dev.stop(server)
