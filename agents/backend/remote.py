@@ -126,9 +126,13 @@ class RemoteBackend:
         self._model = f"{me.get('model') or 'unknown model'} (at {self.url})"
 
     async def close(self) -> None:
+        await self.close_pending_stops()
+        await self._client.aclose()
+
+    async def close_pending_stops(self) -> None:
+        """Wait for the stops asked of the server to be answered (the app waits as it closes)."""
         if self._cancels:
             await asyncio.gather(*self._cancels, return_exceptions=True)
-        await self._client.aclose()
 
     async def describe_failure(self, error: BaseException) -> str:
         return self._said(error)

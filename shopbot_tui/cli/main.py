@@ -254,6 +254,17 @@ async def _answered(
         raise
 
 
+def _settings(args: argparse.Namespace) -> Settings:
+    """The environment's settings, with what the command line says over them."""
+    offline = bool(args.offline or getattr(args, "chat_offline", False))
+    settings = Settings.from_env(offline=offline)
+    if args.server is not None:
+        settings = replace(settings, server_url=args.server.strip() or None)
+    if settings.server_url is not None and offline:
+        raise UsageError("--offline picks this machine's model; a ShopBot server runs its own.")
+    return settings
+
+
 def _dispatch(args: argparse.Namespace, json_out: FailureJson | None) -> int:
     refuse_app_options(args)
     if args.command == "eval":
@@ -262,12 +273,7 @@ def _dispatch(args: argparse.Namespace, json_out: FailureJson | None) -> int:
 
         return run_eval(args)
     turn_json = json_out if isinstance(json_out, JsonOutput) else None  # chat's and resume's
-    offline = bool(args.offline or getattr(args, "chat_offline", False))
-    settings = Settings.from_env(offline=offline)
-    if args.server is not None:
-        settings = replace(settings, server_url=args.server.strip() or None)
-    if settings.server_url is not None and offline:
-        raise UsageError("--offline picks this machine's model; a ShopBot server runs its own.")
+    settings = _settings(args)
     from agents.backend import configure_logging
 
     configure_logging(settings.home)

@@ -348,6 +348,11 @@ APP_OPTIONS_INSTEAD = {
 def refuse_app_options(args: argparse.Namespace) -> None:
     if args.command is None:
         return
+    if args.command == "eval" and args.server is not None:
+        raise UsageError(
+            "`shopbot eval` runs its flows in throwaway homes of its own, never on a server "
+            "(they would pay refunds from its ledger): leave --server out."
+        )
     given = (args.customer, getattr(args, "chat_customer", None))
     if args.command == "chat":
         if None not in given and not _same_name(*given):

@@ -50,6 +50,8 @@ def operators_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[langg
             folder,
             tokens=f"dana:{DANA_TOKEN}, lee:{LEE_TOKEN}",
             reviewers='[reviewers]\nlee = "2000.00"\n',
+            # Replies typed as the app types them: a person (a test) can stop one midway.
+            environ={"SHOPBOT_OFFLINE_TOKEN_DELAY": "0.03"},
         )
     except RuntimeError as exc:
         pytest.fail(str(exc), pytrace=False)

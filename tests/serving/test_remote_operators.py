@@ -4,6 +4,7 @@ operator in the audit log, and nothing but the server's URL and a token on their
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from collections.abc import AsyncIterator
@@ -14,7 +15,8 @@ import pytest
 from agents.audit.log import AuditQuery
 from agents.backend.remote import RemoteBackend
 from agents.errors import InputError, NothingPending, ServerUnreachable
-from agents.events import RefundPaid, outcome
+from agents.events import RefundPaid, TokenDelta, TurnFinished, outcome
+from agents.graph.replies import TURN_STOPPED_NOTE
 from tests.serving.conftest import DANA_TOKEN, LEE_TOKEN
 from tests.support import langgraph_dev
 from tests.support.tcp_proxy import Relay
@@ -221,3 +223,32 @@ async def test_reads_are_tried_again_while_the_server_is_away(
     finally:
         await relay.cut()
         await backend.close()
+
+
+async def test_a_reply_stopped_from_a_remote_front_is_stopped_on_the_server(
+    dana_and_lee: tuple[RemoteBackend, RemoteBackend],
+) -> None:
+    dana, _ = dana_and_lee
+    thread_id = dana.new_thread_id()
+    stream = dana.send(thread_id, "Where is my order ORD-002?", customer="Sam")
+    seen: list[object] = []
+
+    async def read() -> None:
+        async for event in stream:
+            seen.append(event)
+            if isinstance(event, TokenDelta):
+                assert dana.stop_reply(thread_id)  # (what esc does: the reading task stops)
+
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.create_task(read())
+    assert not any(isinstance(event, TurnFinished) for event in seen)
+    await dana.close_pending_stops()
+    lines = [line.text for line in await dana.transcript(thread_id)]
+    assert lines[-1] == TURN_STOPPED_NOTE, lines
+    stopped = await dana.audit_page(
+        AuditQuery(thread_id=thread_id, kinds=("turn_finished",)), limit=1
+    )
+    assert stopped[0].detail == {"status": "stopped", "stopped_by": "dana", "via": "server"}
+    # The conversation carries on.
+    again = await outcome(dana.send(thread_id, "Where is my order ORD-002?", customer="Sam"))
+    assert "ORD-002" in again.reply and again.status == "done"

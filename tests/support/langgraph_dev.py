@@ -61,8 +61,14 @@ def config_for(folder: Path) -> Path:
     return path
 
 
-def start(folder: Path, *, tokens: str, reviewers: str | None = None) -> Served:
-    """`reviewers`: the home's reviewers.toml, if it has one."""
+def start(
+    folder: Path,
+    *,
+    tokens: str,
+    reviewers: str | None = None,
+    environ: dict[str, str] | None = None,
+) -> Served:
+    """`reviewers`: the home's reviewers.toml, if it has one; `environ`: more variables."""
     home = folder / "home"
     if reviewers is not None:
         home.mkdir(parents=True, exist_ok=True)
@@ -79,6 +85,7 @@ def start(folder: Path, *, tokens: str, reviewers: str | None = None) -> Served:
         "LANGSMITH_TRACING": "false",
         "SHOPBOT_HOME": str(home),
         "SHOPBOT_OPERATOR_TOKENS": tokens,
+        **(environ or {}),
     }
     config_for(folder)
     log = folder / "server.log"
