@@ -55,6 +55,7 @@ from agents.events import (
 from agents.names import DEFAULT_AGENT
 from agents.reviewer import Reviewer
 from agents.runner.run_watch import RunWatch
+from agents.safety.redaction import register_secret
 from agents.store.threads import validate_thread_id
 
 if TYPE_CHECKING:
@@ -85,6 +86,9 @@ class RemoteBackend:
 
     def __init__(self, url: str, token: str | None, *, home: Path, via: str) -> None:
         self.url = url.rstrip("/")
+        if token:
+            # Redacted from everything ShopBot writes or shows, as the engine does its keys.
+            register_secret(token)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         # The SDK's client, on an httpx client of our own: `get_client` retries a refused
         # connection five times with backoff (15 s before a person hears of it) and sends

@@ -125,6 +125,9 @@ async def test_drafts_stay_on_the_operators_machine(
     assert await dana.drafted_threads() == {thread_id}
     assert await lee.draft(thread_id) == "" and await lee.drafted_threads() == set()
     assert (tmp_path / "dana" / "server-drafts.json").is_file()
+    # The operator's token pasted into the box is not kept.
+    await dana.save_draft(thread_id, f"my token is {DANA_TOKEN}")
+    assert DANA_TOKEN not in (tmp_path / "dana" / "server-drafts.json").read_text()
     await dana.save_draft(thread_id, "")
     assert await dana.drafted_threads() == set()
 
