@@ -48,7 +48,6 @@ from agents.events import (
     TurnFailed,
     TurnFinished,
     TurnResult,
-    TurnStatus,
     from_wire,
     request_from_interrupt,
 )
@@ -315,22 +314,7 @@ class RemoteBackend:
     async def _result(self, thread_id: str, watch: RunWatch) -> TurnResult:
         """How the turn ended, as the server stored it."""
         pending = await self.pending_decision(thread_id)
-        agent = await self.active_agent(thread_id)
-        failure = watch.failure
-        status: TurnStatus
-        if failure is not None:
-            status = "error"
-        else:
-            status = "awaiting_approval" if pending is not None else "done"
-        return TurnResult(
-            thread_id=thread_id,
-            status=status,
-            reply=watch.done.text if watch.done else "",
-            active_agent=agent,
-            pending=pending,
-            error=failure.message if failure else None,
-            failed=failure.kind if failure else None,
-        )
+        return watch.result(thread_id, agent=await self.active_agent(thread_id), pending=pending)
 
     async def _refusal(self, thread_id: str, exc: APIStatusError) -> Exception:
         """The server refused to create the run: the same errors the engine raises."""

@@ -8,11 +8,13 @@ only as far as building it needs: a server that sends something else fails one r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TypeVar
 
 from agents.store.threads import ChatLine, ThreadInfo
+
+T = TypeVar("T")
 
 # A URL's query, as httpx takes it.
 Params = list[tuple[str, str | int | float | bool | None]]
@@ -22,20 +24,26 @@ class WireError(ValueError):
     """What the server sent is not what this version of ShopBot reads."""
 
 
-def _unreadable(what: str, exc: Exception) -> WireError:
-    return WireError(f"The server sent {what} this ShopBot cannot read ({exc}).")
-
-
 def _fields(data: object, what: str) -> Mapping[str, Any]:
     if not isinstance(data, Mapping):
         raise WireError(f"The server sent {type(data).__name__} where {what} belongs.")
     return data
 
 
-def thread_info(data: object) -> ThreadInfo:
-    got = _fields(data, "a conversation")
+def _built(what: str, data: object, build: Callable[[Mapping[str, Any]], T]) -> T:
+    """`build` on the fields of `data`, which the server sent as `what`."""
+    got = _fields(data, what)
     try:
-        return ThreadInfo(
+        return build(got)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise WireError(f"The server sent {what} this ShopBot cannot read ({exc}).") from exc
+
+
+def thread_info(data: object) -> ThreadInfo:
+    return _built(
+        "a conversation",
+        data,
+        lambda got: ThreadInfo(
             thread_id=str(got["thread_id"]),
             customer=got.get("customer"),
             title=str(got.get("title") or ""),
@@ -44,11 +52,8 @@ def thread_info(data: object) -> ThreadInfo:
             active_agent=str(got["active_agent"]),
             status=got["status"],
             turns=int(got.get("turns") or 0),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise WireError(
-            f"The server sent a conversation this ShopBot cannot read ({exc})."
-        ) from exc
+        ),
+    )
 
 
 def thread_json(info: ThreadInfo) -> dict[str, Any]:
@@ -56,20 +61,18 @@ def thread_json(info: ThreadInfo) -> dict[str, Any]:
 
 
 def chat_line(data: object) -> ChatLine:
-    got = _fields(data, "a transcript line")
-    try:
-        return ChatLine(
+    return _built(
+        "a transcript line",
+        data,
+        lambda got: ChatLine(
             id=int(got["id"]),
             thread_id=str(got["thread_id"]),
             ts=str(got["ts"]),
             role=got["role"],
             text=str(got["text"]),
             agent=got.get("agent"),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise WireError(
-            f"The server sent a transcript line this ShopBot cannot read ({exc})."
-        ) from exc
+        ),
+    )
 
 
 def line_json(line: ChatLine) -> dict[str, Any]:
@@ -79,36 +82,37 @@ def line_json(line: ChatLine) -> dict[str, Any]:
 def escalation(data: object) -> Any:
     from agents.store.escalations import Escalation
 
-    got = _fields(data, "an escalation")
-    try:
-        return Escalation(
+    return _built(
+        "an escalation",
+        data,
+        lambda got: Escalation(
             thread_id=str(got["thread_id"]),
             since=str(got["since"]),
             agent=got.get("agent"),
             reason=str(got.get("reason") or ""),
-        )
-    except (KeyError, TypeError) as exc:
-        raise _unreadable("an escalation", exc) from exc
+        ),
+    )
 
 
 def audit_event(data: object) -> Any:
     from agents.audit.log import AuditEvent
 
-    got = _fields(data, "an audit event")
-    detail = got.get("detail")
-    try:
-        return AuditEvent(
+    return _built(
+        "an audit event",
+        data,
+        lambda got: AuditEvent(
             id=int(got["id"]),
             ts=str(got["ts"]),
             thread_id=got.get("thread_id"),
             agent=got.get("agent"),
             kind=str(got["kind"]),
-            detail=dict(detail) if isinstance(detail, Mapping) else {},
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise WireError(
-            f"The server sent an audit event this ShopBot cannot read ({exc})."
-        ) from exc
+            detail=_mapping(got.get("detail")),
+        ),
+    )
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
 
 
 def audit_query_params(query: Any) -> Params:
@@ -137,18 +141,17 @@ def audit_query(params: Mapping[str, str], kinds: list[str]) -> Any:
 def approval_request(data: object) -> Any:
     from agents.events import ApprovalRequest
 
-    got = _fields(data, "a decision")
-    payload = got.get("payload")
-    try:
-        return ApprovalRequest(
+    return _built(
+        "a decision",
+        data,
+        lambda got: ApprovalRequest(
             thread_id=str(got["thread_id"]),
             kind=got["kind"],
             options=tuple(str(option) for option in got["options"]),
-            payload=dict(payload) if isinstance(payload, Mapping) else {},
+            payload=_mapping(got.get("payload")),
             interrupt_id=str(got.get("interrupt_id") or ""),
-        )
-    except (KeyError, TypeError) as exc:
-        raise _unreadable("a decision", exc) from exc
+        ),
+    )
 
 
 def request_json(request: Any) -> dict[str, Any]:

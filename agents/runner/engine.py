@@ -34,7 +34,6 @@ from agents.events import (
     TurnFailed,
     TurnFinished,
     TurnResult,
-    TurnStatus,
     from_wire,
     outcome,
 )
@@ -539,12 +538,8 @@ class ShopBotEngine:
             )
         # A failure is said as one even when a question waits (a decision that could not be
         # carried out is asked again): the conversation is listed as waiting all the same.
-        failure = failure or run.failure
-        status: TurnStatus
-        if failure is not None:
-            status = "error"
-        else:
-            status = "awaiting_approval" if pending is not None else "done"
+        result = run.result(thread_id, agent=agent, pending=pending, failure=failure)
+        status = result.status
         if closing_here:
             listed = "awaiting_approval" if pending is not None else status
             self.threads.update(
@@ -555,15 +550,6 @@ class ShopBotEngine:
             )
         info = self.threads.get(thread_id)
         assert info is not None, "a turn's thread is registered before it runs"
-        result = TurnResult(
-            thread_id=thread_id,
-            status=status,
-            reply=run.done.text if run.done else "",
-            active_agent=agent,
-            pending=pending,
-            error=failure.message if failure else None,
-            failed=failure.kind if failure else None,
-        )
         return result, info
 
     async def _prune(self, info: ThreadInfo) -> None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from agents.events import (
     AgentChanged,
+    ApprovalRequest,
     EngineEvent,
     RefundNotCarriedOut,
     ReplyDone,
     StepChanged,
     TurnFailed,
+    TurnResult,
+    TurnStatus,
 )
 
 
@@ -23,6 +26,33 @@ class RunWatch:
         self.failure_streamed = False  # (the graph's own TurnFailed, passed on as it came)
         # The approval nodes announce a pause just before they call interrupt().
         self.paused = False
+
+    def result(
+        self,
+        thread_id: str,
+        *,
+        agent: str,
+        pending: ApprovalRequest | None,
+        failure: TurnFailed | None = None,
+    ) -> TurnResult:
+        """How the turn ended: its reply, the question left waiting, the failure said (or
+        `failure`, one the run's events did not say). A failure is one even when a question
+        waits (a decision that could not be carried out is asked again)."""
+        failure = failure or self.failure
+        status: TurnStatus
+        if failure is not None:
+            status = "error"
+        else:
+            status = "awaiting_approval" if pending is not None else "done"
+        return TurnResult(
+            thread_id=thread_id,
+            status=status,
+            reply=self.done.text if self.done else "",
+            active_agent=agent,
+            pending=pending,
+            error=failure.message if failure else None,
+            failed=failure.kind if failure else None,
+        )
 
     def sees(self, event: EngineEvent) -> bool:
         """Take `event` in; True once the reply is whole or a question asked."""
