@@ -16,6 +16,11 @@ class BusyElsewhere(InputError):
     command): nothing was done here, and the other turn's outcome shows once it is stored."""
 
 
+class ServerUnreachable(InputError):
+    """The ShopBot server a front works with cannot be reached (or does not answer): the
+    message names it, and nothing was sent."""
+
+
 class NothingPending(InputError):
     """A decision for a thread that waits for none: answered already (another window,
     `shopbot resume`) or never asked. Nothing was done."""

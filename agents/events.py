@@ -45,6 +45,26 @@ class ApprovalRequest:
         return {**shown, "request_id": self.request_id} if self.request_id else shown
 
 
+# Interrupt payload keys that are engine bookkeeping, not something a reviewer decides on.
+_NOT_FOR_PEOPLE = ("kind", "options", "tool_call_id", "agent")
+
+
+def request_from_interrupt(
+    thread_id: str, value: object, interrupt_id: str
+) -> ApprovalRequest | None:
+    """The decision an interrupt asks for (its value, as the graph or a server's JSON holds
+    it); None for an interrupt that is not a question for a person."""
+    if not isinstance(value, dict) or "options" not in value:
+        return None
+    return ApprovalRequest(
+        thread_id=thread_id,
+        kind=value["kind"],
+        options=tuple(value["options"]),
+        payload={k: v for k, v in value.items() if k not in _NOT_FOR_PEOPLE},
+        interrupt_id=interrupt_id,
+    )
+
+
 @dataclass(frozen=True)
 class TurnResult:
     """How a turn (or a resume) ended."""

@@ -47,6 +47,10 @@ class Settings:
     # SHOPBOT_DATABASE_URL: every store in this PostgreSQL database instead of the home's
     # SQLite file. It may hold a password: never in repr(), shown only as `database_shown`.
     database_url: str | None = field(default=None, repr=False)
+    # SHOPBOT_SERVER_URL (or `--server`): the fronts work with that ShopBot server instead of
+    # this machine's home; SHOPBOT_SERVER_TOKEN is the operator's token there.
+    server_url: str | None = None
+    server_token: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, *, offline: bool = False, home: Path | None = None) -> Settings:
@@ -72,6 +76,8 @@ class Settings:
             provider_problem=problem,
             refused_key=refused,
             database_url=os.environ.get("SHOPBOT_DATABASE_URL", "").strip() or None,
+            server_url=os.environ.get("SHOPBOT_SERVER_URL", "").strip() or None,
+            server_token=os.environ.get("SHOPBOT_SERVER_TOKEN", "").strip() or None,
         )
 
     @property
@@ -101,7 +107,7 @@ class Settings:
 
     def secrets(self) -> tuple[str, ...]:
         """Values that must be redacted wherever text is stored or shown."""
-        found = [key for key in (self.api_key, self.refused_key) if key]
+        found = [key for key in (self.api_key, self.refused_key, self.server_token) if key]
         user, password = _url_credentials(self.base_url)
         if password:
             found += [password, unquote(password)]

@@ -22,16 +22,15 @@ from textual.widgets import HelpPanel
 
 from agents.backend import (
     Backend,
-    LocalBackend,
     MessageRejected,
     Settings,
+    open_backend,
     person_name,
     validate_thread_id,
 )
 from shopbot_tui.chat.messages import EngineFailed, EngineReady
 from shopbot_tui.chat.screen import ChatScreen
 from shopbot_tui.collector import resume_after_start_up, resume_collecting
-from shopbot_tui.ids import new_thread_id
 from shopbot_tui.palette import ShopBotCommands
 from shopbot_tui.preferences import Preferences, PreferencesFile, PreferencesUnreadable
 from shopbot_tui.widgets.conversation import prepare_markdown
@@ -96,7 +95,7 @@ class ShopBotApp(App[int]):
         self.chat = ChatScreen(
             settings,
             self.backend,
-            thread_id=thread_id or new_thread_id(),
+            thread_id=thread_id or self.backend.new_thread_id(),
             customer=customer,
         )
         self.preferences = PreferencesFile(settings.home)
@@ -186,7 +185,7 @@ class ShopBotApp(App[int]):
             self.post_message(EngineReady())
 
     def _default_backend(self) -> Backend:
-        return LocalBackend(
+        return open_backend(
             self.settings,
             via="app",
             offline_token_delay=OFFLINE_TOKEN_DELAY,

@@ -59,14 +59,14 @@ def test_the_code_keeps_every_contract(copy: Path) -> None:
         ("gates/rules.py", "import langgraph", "gates imports nothing of ours and no framework"),
         ("gates/rules.py", "import agents.names", "gates imports nothing of ours and no framework"),
         ("agents/names.py", "import textual", "agents never imports the UI"),
-        ("agents/settings.py", "import shopbot_tui.ids", "agents never imports the UI"),
+        ("agents/settings.py", "import shopbot_tui.toasts", "agents never imports the UI"),
         (
-            "shopbot_tui/ids.py",
+            "shopbot_tui/toasts.py",
             "from agents.store.threads import ThreadRegistry",
             "the fronts use agents only through agents.backend",
         ),
         (
-            "shopbot_tui/ids.py",
+            "shopbot_tui/toasts.py",
             "import agents.runner.engine",
             "the fronts use agents only through agents.backend",
         ),

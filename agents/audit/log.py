@@ -340,7 +340,7 @@ class AuditLog(Store):
                 return self.export_jsonl(out, query)
         written = 0
         for event in self.iter_events(query):
-            dest.write(_dumps(event.to_json()) + "\n")
+            dest.write(export_line(event))
             written += 1
         return written
 
@@ -449,6 +449,11 @@ def _detail(stored: Any) -> dict[str, Any]:
     except (TypeError, ValueError):
         detail = None
     return detail if isinstance(detail, dict) else {"unreadable": str(stored)}
+
+
+def export_line(event: AuditEvent) -> str:
+    """One event as a line of `shopbot audit --json` and of an export (newline included)."""
+    return _dumps(event.to_json()) + "\n"
 
 
 def _dumps(value: Any) -> str:

@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     from agents.audit.log import AUDIT_KINDS, AuditEvent, AuditQuery, normalise_ts
     from agents.audit.log import MAX_PAGE as MAX_AUDIT_PAGE
     from agents.backend.local import LocalBackend
+    from agents.backend.opening import open_backend
+    from agents.backend.who_decided import latest_decision
+    from agents.errors import ServerUnreachable
     from agents.eval.flow import Flow, load_flows
     from agents.eval.metrics import median, p95
     from agents.eval.results import FlowResult, SuiteResult, TryResult
@@ -66,6 +69,9 @@ if TYPE_CHECKING:
 
 _ON_FIRST_USE = {
     "LocalBackend": "agents.backend.local",
+    "open_backend": "agents.backend.opening",
+    "latest_decision": "agents.backend.who_decided",
+    "ServerUnreachable": "agents.errors",
     **dict.fromkeys(
         ("AUDIT_KINDS", "MAX_AUDIT_PAGE", "AuditEvent", "AuditQuery", "normalise_ts"),
         "agents.audit.log",
@@ -139,6 +145,7 @@ __all__ = [
     "ReplyDone",
     "Retrying",
     "Reviewer",
+    "ServerUnreachable",
     "Settings",
     "Step",
     "StepChanged",
@@ -156,11 +163,13 @@ __all__ = [
     "earlier_decision",
     "escalation_handled_note",
     "failure_text",
+    "latest_decision",
     "load_flows",
     "median",
     "normalise_ts",
     "note_for",
     "offline_calls",
+    "open_backend",
     "outcome",
     "p95",
     "person_name",

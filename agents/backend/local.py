@@ -15,6 +15,8 @@ from functools import partial
 from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from agents.backend.audit_connections import AuditConnections
+from agents.backend.thread_ids import new_thread_id
+from agents.backend.who_decided import refused_naming_who
 from agents.reviewer import Reviewer
 from agents.settings import Settings
 from agents.store.database import checked_database, location_of
@@ -78,6 +80,9 @@ class LocalBackend:
     @property
     def reviewer(self) -> Reviewer:
         return self._reviewer
+
+    def new_thread_id(self) -> str:
+        return new_thread_id()
 
     async def start(self) -> None:
         engine_class = await asyncio.to_thread(self._load)
@@ -143,9 +148,10 @@ class LocalBackend:
     def decide(
         self, thread_id: str, decision: str, *, request_id: str | None
     ) -> AsyncIterator[EngineEvent]:
-        return self._running().resume(
+        events = self._running().resume(
             thread_id, decision, asked=request_id, reviewer=self._reviewer
         )
+        return refused_naming_who(thread_id, events, self.audit_page)
 
     def stop_reply(self, thread_id: str) -> bool:
         return self.engine is not None and self.engine.stop_turn(thread_id)

@@ -37,6 +37,10 @@ class Backend(Protocol):
         """Who decides through this backend, recorded with every decision."""
         ...
 
+    def new_thread_id(self) -> str:
+        """An id for a new conversation (a server's are UUIDs)."""
+        ...
+
     async def start(self) -> None:
         """Be ready to run turns (locally: load and start the engine)."""
         ...

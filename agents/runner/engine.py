@@ -29,14 +29,11 @@ from agents.events import (
     ApprovalRequested,
     EngineEvent,
     LimitReached,
-    RefundNotCarriedOut,
     ReplyDone,
-    StepChanged,
     TokenDelta,
     TurnFailed,
     TurnFinished,
     TurnResult,
-    TurnStatus,
     from_wire,
     outcome,
 )
@@ -52,6 +49,7 @@ from agents.models.factory import make_model
 from agents.refund_limits import RefundLimits, load_refund_limits
 from agents.reviewer import Reviewer
 from agents.runner.approval_now import as_it_stands
+from agents.runner.run_watch import RunWatch
 from agents.runner.stored_threads import StoredThreads
 from agents.runner.thread_state import active_in
 from agents.runner.turn_closing import (
@@ -435,7 +433,7 @@ class ShopBotEngine:
             config["configurable"][REVIEWER_KEY] = reviewer
         context = ShopContext(customer=customer)
         yield AgentChanged(agent=agent)
-        run = _RunWatch(agent)
+        run = RunWatch(agent)
         failure: TurnFailed | None = None
         looping = False
         try:
@@ -502,7 +500,7 @@ class ShopBotEngine:
             raise
 
     async def _finish(
-        self, thread_id: str, run: _RunWatch, failure: TurnFailed | None, *, looping: bool
+        self, thread_id: str, run: RunWatch, failure: TurnFailed | None, *, looping: bool
     ) -> tuple[TurnResult, ThreadInfo]:
         """How the turn ended. A run that ended in the graph recorded its end there; one that
         raised (`failure`) or looped is closed here: the thread must not point at the failed
@@ -540,12 +538,8 @@ class ShopBotEngine:
             )
         # A failure is said as one even when a question waits (a decision that could not be
         # carried out is asked again): the conversation is listed as waiting all the same.
-        failure = failure or run.failure
-        status: TurnStatus
-        if failure is not None:
-            status = "error"
-        else:
-            status = "awaiting_approval" if pending is not None else "done"
+        result = run.result(thread_id, agent=agent, pending=pending, failure=failure)
+        status = result.status
         if closing_here:
             listed = "awaiting_approval" if pending is not None else status
             self.threads.update(
@@ -556,15 +550,6 @@ class ShopBotEngine:
             )
         info = self.threads.get(thread_id)
         assert info is not None, "a turn's thread is registered before it runs"
-        result = TurnResult(
-            thread_id=thread_id,
-            status=status,
-            reply=run.done.text if run.done else "",
-            active_agent=agent,
-            pending=pending,
-            error=failure.message if failure else None,
-            failed=failure.kind if failure else None,
-        )
         return result, info
 
     async def _prune(self, info: ThreadInfo) -> None:
@@ -579,30 +564,6 @@ class ShopBotEngine:
             log.exception(
                 "pruning the checkpoints of %s failed; kept for the next time", info.thread_id
             )
-
-
-class _RunWatch:
-    """What a run's events have said so far: who answers, the reply, a question asked."""
-
-    def __init__(self, agent: str) -> None:
-        self.agent = agent
-        self.done: ReplyDone | None = None
-        self.failure: TurnFailed | None = None
-        self.failure_streamed = False  # (the graph's own TurnFailed, passed on as it came)
-        # The approval nodes announce a pause just before they call interrupt().
-        self.paused = False
-
-    def sees(self, event: EngineEvent) -> bool:
-        """Take `event` in; True once the reply is whole or a question asked."""
-        if isinstance(event, AgentChanged):
-            self.agent = event.agent
-        elif isinstance(event, ReplyDone):
-            self.done = event
-        elif isinstance(event, StepChanged) and event.step == "waiting_for_approval":
-            self.paused = True
-        if (said := _failure_said(event)) is not None:
-            self.failure, self.failure_streamed = said, said is event
-        return self.done is not None or self.paused
 
 
 def _waiting(pending: ApprovalRequest | None) -> dict[str, Any] | None:
@@ -627,15 +588,6 @@ def _refusals_as_errors(pending: ApprovalRequest | None) -> Iterator[None]:
         if exc.reason in ("decision_pending", "other_request"):
             raise DecisionPending(str(exc), pending) from None
         raise InputError(str(exc)) from None
-
-
-def _failure_said(event: EngineEvent) -> TurnFailed | None:
-    """A failure the graph reports and closes the turn on: the model provider down for good,
-    or a person's decision on a refund that could not be carried out (nothing paid, the
-    question asked again)."""
-    if isinstance(event, RefundNotCarriedOut):
-        return TurnFailed(kind="storage" if event.storage else "internal", message=event.message)
-    return event if isinstance(event, TurnFailed) else None
 
 
 __all__ = ["ShopBotEngine"]

@@ -7,11 +7,8 @@ from typing import Any
 
 from langchain_core.messages import AnyMessage
 
-from agents.events import ApprovalRequest
+from agents.events import ApprovalRequest, request_from_interrupt
 from agents.names import DEFAULT_AGENT
-
-# Interrupt payload keys that are engine bookkeeping, not something a reviewer decides on.
-_NOT_FOR_PEOPLE = ("kind", "options", "tool_call_id", "agent")
 
 
 def live_interrupts(state: Any) -> list[Any]:
@@ -22,15 +19,8 @@ def live_interrupts(state: Any) -> list[Any]:
 
 def pending_in(thread_id: str, state: Any) -> ApprovalRequest | None:
     for pending in live_interrupts(state):
-        value = pending.value
-        if isinstance(value, dict) and "options" in value:
-            return ApprovalRequest(
-                thread_id=thread_id,
-                kind=value["kind"],
-                options=tuple(value["options"]),
-                payload={k: v for k, v in value.items() if k not in _NOT_FOR_PEOPLE},
-                interrupt_id=pending.id,
-            )
+        if (request := request_from_interrupt(thread_id, pending.value, pending.id)) is not None:
+            return request
     return None
 
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
+import os
 from functools import partial
 from typing import Any
 
 from agents.audit.decisions import refund_decisions
 from agents.audit.log import AuditLog
 from agents.audit.writer import AuditWriter
+from agents.errors import ConfigurationError
 from agents.graph.parent import build_graph
 from agents.graph.services import Services, opened, process_services, serve_with
 from agents.models.factory import make_model
@@ -56,8 +58,31 @@ def open_services(settings: Settings = SETTINGS) -> Services:
     return Services(shop, writer, decisions_on=partial(refund_decisions, audit), limits=limits)
 
 
+# Seconds per token of the offline demo model's replies, so a front sees them typed (the app
+# paces its own offline model the same way); none by default.
+OFFLINE_PACE_VARIABLE = "SHOPBOT_OFFLINE_TOKEN_DELAY"
+
+
+def offline_pace(value: str) -> float:
+    """The offline model's pause per token from its variable: 0 to 1 second."""
+    if not value.strip():
+        return 0.0
+    try:
+        pace = float(value)
+    except ValueError:
+        raise ConfigurationError(f"{OFFLINE_PACE_VARIABLE}: not a number of seconds.") from None
+    if not 0.0 <= pace <= 1.0:
+        raise ConfigurationError(f"{OFFLINE_PACE_VARIABLE}: between 0 and 1 second per token.")
+    return pace
+
+
 serve_with(open_services)
-_GRAPH = build_graph(make_model(SETTINGS), checkpointer=None)
+_GRAPH = build_graph(
+    make_model(
+        SETTINGS, offline_token_delay=offline_pace(os.environ.get(OFFLINE_PACE_VARIABLE, ""))
+    ),
+    checkpointer=None,
+)
 
 
 async def shopbot() -> Any:

@@ -137,10 +137,15 @@ class ApprovalFlow:
             return  # moved on meanwhile
         if now is not None and now.request_id == asked.request_id:
             return
+        from agents.backend import latest_decision
+
+        who = await latest_decision(backend.audit_page, thread_id, asked.request_id)
+        if chat.pending is not asked or chat.thread_id != thread_id:
+            return  # moved on meanwhile
         if (dialog := self.dialog) is not None:
             self._withdrawn = dialog
             dialog.dismiss(None)
-        chat.notices.decided_elsewhere()
+        chat.notices.decided_elsewhere(who)
         await chat.open_thread(thread_id, chat.customer)
 
     def _keep_typed(self, typed: str) -> None:

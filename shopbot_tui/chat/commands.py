@@ -14,7 +14,6 @@ from shopbot_tui.chat.notices import (
     STILL_ANSWERING,
     WAITS_FOR_DECISION,
 )
-from shopbot_tui.ids import new_thread_id
 
 if TYPE_CHECKING:
     from agents.backend import Backend
@@ -102,13 +101,13 @@ class ChatCommands:
 
     async def new_thread(self) -> None:
         chat = self._chat
-        if self._backend() is None:
+        if (backend := self._backend()) is None:
             return
         # The open conversation's customer (ctrl+n is "the same customer"), none for one begun
         # without: the customer named last in another conversation was a guess, and whose
         # orders a conversation may see is never guessed. Only the customer it was opened for
         # and is not (another's, or begun without one) comes first: the notice offered it.
-        await chat.open_thread(new_thread_id(), chat.customer_refused or chat.customer)
+        await chat.open_thread(backend.new_thread_id(), chat.customer_refused or chat.customer)
         chat.notices.new_conversation(chat.thread_id, chat.customer)
 
     def choose_thread(self, view: ViewName = "all") -> None:

@@ -57,6 +57,15 @@ ANSWERED_WHILE_SHOWN = (
     "The decision this conversation waited for was answered in another window or by "
     "`shopbot resume`. The conversation is shown as it is now."
 )
+
+
+def decided_by_text(who: str) -> str:
+    return (
+        f"The decision this conversation waited for was {who}, while it was shown here. "
+        "The conversation is shown as it is now."
+    )
+
+
 ASKED_ANEW_ELSEWHERE = (
     "That decision was answered in another window or by `shopbot`, and another one was "
     "asked since; yours was not sent. This is the decision that waits now."
@@ -232,8 +241,10 @@ class ChatNotices:
         """The turn ended: a "retrying in 8 s" notice still up would say something untrue."""
         withdraw_toasts(self._screen.app, RETRYING_TITLE)
 
-    def decided_elsewhere(self) -> None:
-        self._screen.notify(ANSWERED_WHILE_SHOWN, severity="warning", markup=False)
+    def decided_elsewhere(self, who: str | None = None) -> None:
+        """`who`: the decision as the audit log names it ("approved by lee (server), ...")."""
+        said = ANSWERED_WHILE_SHOWN if who is None else decided_by_text(who)
+        self._screen.notify(said, severity="warning", markup=False)
 
     def decision_still_pending(self) -> None:
         now = monotonic()

@@ -45,7 +45,10 @@ def refusal_text(message: TurnRefused) -> str:
     if message.busy_elsewhere:
         return BUSY_ELSEWHERE if message.decision is None else DECIDING_ELSEWHERE
     if message.nothing_pending and message.decision is not None:
-        return DECIDED_ELSEWHERE
+        # The backend names who decided, when the audit log says: "...: it was approved by
+        # lee (server), 2026-12-02 10:12 UTC."
+        _, it_was, who = message.reason.partition(": it was ")
+        return f"{DECIDED_ELSEWHERE} It was {who}" if it_was else DECIDED_ELSEWHERE
     return message.reason
 
 

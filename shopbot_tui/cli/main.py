@@ -23,6 +23,7 @@ try:
     import os
     import signal
     from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+    from dataclasses import replace
     from typing import TYPE_CHECKING, Any
 
     from agents import backend as api
@@ -167,7 +168,7 @@ async def _turn_result(events: AsyncIterator[EngineEvent]) -> TurnResult:
 
 async def _with_backend(settings: Settings, action: Callable[[Backend], Awaitable[int]]) -> int:
     """`action` on a started backend (the command line's, deciding as the login name)."""
-    from agents.backend import LocalBackend
+    from agents.backend import open_backend
 
     loop, task = asyncio.get_running_loop(), asyncio.current_task()
     assert task is not None
@@ -184,7 +185,7 @@ async def _with_backend(settings: Settings, action: Callable[[Backend], Awaitabl
 
     for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, stop, signum)
-    backend = LocalBackend(settings, via="command line")
+    backend = open_backend(settings, via="command line")
     try:
         try:
             await backend.start()
@@ -253,6 +254,17 @@ async def _answered(
         raise
 
 
+def _settings(args: argparse.Namespace) -> Settings:
+    """The environment's settings, with what the command line says over them."""
+    offline = bool(args.offline or getattr(args, "chat_offline", False))
+    settings = Settings.from_env(offline=offline)
+    if args.server is not None:
+        settings = replace(settings, server_url=args.server.strip() or None)
+    if settings.server_url is not None and offline:
+        raise UsageError("--offline picks this machine's model; a ShopBot server runs its own.")
+    return settings
+
+
 def _dispatch(args: argparse.Namespace, json_out: FailureJson | None) -> int:
     refuse_app_options(args)
     if args.command == "eval":
@@ -261,8 +273,7 @@ def _dispatch(args: argparse.Namespace, json_out: FailureJson | None) -> int:
 
         return run_eval(args)
     turn_json = json_out if isinstance(json_out, JsonOutput) else None  # chat's and resume's
-    offline = bool(args.offline or getattr(args, "chat_offline", False))
-    settings = Settings.from_env(offline=offline)
+    settings = _settings(args)
     from agents.backend import configure_logging
 
     configure_logging(settings.home)

@@ -157,6 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--offline", action="store_true", help="use the offline demo model (no network)"
     )
+    parser.add_argument(
+        "--server",
+        metavar="URL",
+        help="work with this ShopBot server (SHOPBOT_SERVER_URL; the token: SHOPBOT_SERVER_TOKEN)",
+    )
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     # `metavar`s and a help line for every argument: `shopbot chat --help` showed
@@ -343,6 +348,11 @@ APP_OPTIONS_INSTEAD = {
 def refuse_app_options(args: argparse.Namespace) -> None:
     if args.command is None:
         return
+    if args.command == "eval" and args.server is not None:
+        raise UsageError(
+            "`shopbot eval` runs its flows in throwaway homes of its own, never on a server "
+            "(they would pay refunds from its ledger): leave --server out."
+        )
     given = (args.customer, getattr(args, "chat_customer", None))
     if args.command == "chat":
         if None not in given and not _same_name(*given):

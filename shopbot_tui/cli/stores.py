@@ -23,10 +23,10 @@ def unknown_thread(thread_id: str) -> UsageError:
 
 def _with_backend(settings: Settings, work: Callable[[Backend], Awaitable[T]]) -> T:
     """`work` on the command line's backend (not started: nothing here runs a turn)."""
-    from agents.backend import LocalBackend
+    from agents.backend import open_backend
 
     async def run() -> T:
-        backend = LocalBackend(settings, via="command line")
+        backend = open_backend(settings, via="command line")
         try:
             return await work(backend)
         finally:

@@ -24,7 +24,6 @@ from agents.backend import (
     person_name,
     visible,
 )
-from shopbot_tui.ids import new_thread_id
 from shopbot_tui.threads.rows import RowLayout
 from shopbot_tui.threads.views import (
     VIEW_NAMED,
@@ -446,7 +445,7 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         except MessageRejected as exc:
             self.notify(str(exc), title="Customer", severity="warning", markup=False)
             return
-        self.dismiss(ThreadChoice(new_thread_id(), customer, is_new=True))
+        self.dismiss(ThreadChoice(self._backend.new_thread_id(), customer, is_new=True))
 
     def action_new_thread(self) -> None:
         """A new conversation for the customer in the box; with none there yet, the box, to

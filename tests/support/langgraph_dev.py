@@ -54,13 +54,21 @@ def config_for(folder: Path) -> Path:
     ]
     config["graphs"] = {name: absolute(spec) for name, spec in config["graphs"].items()}
     config["auth"]["path"] = absolute(config["auth"]["path"])
+    if "http" in config:
+        config["http"]["app"] = absolute(config["http"]["app"])
     path = folder / "langgraph.json"
     path.write_text(json.dumps(config))
     return path
 
 
-def start(folder: Path, *, tokens: str, reviewers: str | None = None) -> Served:
-    """`reviewers`: the home's reviewers.toml, if it has one."""
+def start(
+    folder: Path,
+    *,
+    tokens: str,
+    reviewers: str | None = None,
+    environ: dict[str, str] | None = None,
+) -> Served:
+    """`reviewers`: the home's reviewers.toml, if it has one; `environ`: more variables."""
     home = folder / "home"
     if reviewers is not None:
         home.mkdir(parents=True, exist_ok=True)
@@ -77,6 +85,7 @@ def start(folder: Path, *, tokens: str, reviewers: str | None = None) -> Served:
         "LANGSMITH_TRACING": "false",
         "SHOPBOT_HOME": str(home),
         "SHOPBOT_OPERATOR_TOKENS": tokens,
+        **(environ or {}),
     }
     config_for(folder)
     log = folder / "server.log"

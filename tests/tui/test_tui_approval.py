@@ -489,7 +489,9 @@ async def test_a_decision_answered_elsewhere_is_not_offered_any_more(
         await settle(pilot)
         assert not isinstance(app.screen, ApprovalScreen)
         said = list(iter_notices(app, "warning"))
-        assert any("answered in another window" in notice for notice in said), said
+        # Who took it, as the audit log names them.
+        who = f"was rejected by {login_name()} (ShopBot's engine)"
+        assert any(who in notice and "while it was shown here" in notice for notice in said), said
         assert not any("still pending" in notice for _, _, notice in app.notices)
         assert f"decision: reject, by {login_name()} (ShopBot's engine)" in notes(app)
         await pilot.press("ctrl+r")

@@ -37,6 +37,7 @@ from shopbot_tui.chat.notices import (
     BUSY_ELSEWHERE,
     DECIDED_ELSEWHERE,
     DECIDING_ELSEWHERE,
+    decided_by_text,
 )
 from shopbot_tui.chat.screen import ChatScreen
 from shopbot_tui.threads.screen import ThreadsScreen
@@ -122,7 +123,9 @@ async def test_a_refund_approved_by_shopbot_resume_is_not_decided_again_in_the_a
         await pilot.press("a", "enter")  # the person here decides too
         await settle(pilot)
         assert isinstance(app.screen, ChatScreen) and app.chat.pending is None
-        assert any(DECIDED_ELSEWHERE in w for w in warnings(app)), warnings(app)
+        # Who decided, as the audit log names them.
+        said = [w for w in warnings(app) if DECIDED_ELSEWHERE in w]
+        assert said and "It was approved by" in said[0] and "(command line)" in said[0], said
         assert refunds_paid(tmp_path) == ["ORD-005"]
         kinds = audit_kinds(app, "t-test")
         assert kinds.count("approval_decided") == kinds.count("refund_processed") == 1
@@ -299,7 +302,10 @@ async def test_a_decision_is_never_applied_to_another_request_than_the_one_shown
         assert isinstance(app.screen, ApprovalScreen)
         assert app.screen.request.request_id == second
         said = warnings(app)
-        assert any(ASKED_ANEW_ELSEWHERE in w or ANSWERED_WHILE_SHOWN in w for w in said), said
+        shown_answered = (ANSWERED_WHILE_SHOWN, decided_by_text("rejected by").split(",")[0])
+        assert any(
+            ASKED_ANEW_ELSEWHERE in w or any(text in w for text in shown_answered) for w in said
+        ), said
         await pilot.press("a", "enter")
         await settle(pilot)
         assert refunds_paid(tmp_path) == ["ORD-005"]

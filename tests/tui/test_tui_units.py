@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
+from agents.backend.thread_ids import new_thread_id
 from agents.errors import DecisionPending, InputError
 from agents.events import (
     AgentChanged,
@@ -48,7 +49,6 @@ from shopbot_tui.chat.messages import (
 from shopbot_tui.chat.notices import named
 from shopbot_tui.chat.turn_stream import drive_turn, translate
 from shopbot_tui.chat.turn_workers import TURN_GROUP, TurnWorkers
-from shopbot_tui.ids import new_thread_id
 from shopbot_tui.widgets.side_panel import HANDOFF_TARGETS, step_text
 
 

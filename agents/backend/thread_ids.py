@@ -1,4 +1,4 @@
-"""Names for new conversations."""
+"""Names for new conversations in a home (a server names its own: remote.py)."""
 
 from __future__ import annotations
 
