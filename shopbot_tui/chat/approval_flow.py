@@ -16,7 +16,7 @@ log = logging.getLogger("shopbot.tui")
 if TYPE_CHECKING:
     from agents.backend import ApprovalRequest
     from shopbot_tui.chat.approval_screen import ApprovalScreen
-    from shopbot_tui.chat.parts import ChatParts
+    from shopbot_tui.chat.parts import ApprovalChat
 
 
 def checks_asked_about(request: ApprovalRequest) -> list[tuple[str, bool, str]]:
@@ -30,7 +30,7 @@ def checks_asked_about(request: ApprovalRequest) -> list[tuple[str, bool, str]]:
 class ApprovalFlow:
     """Asks the person on `chat` for the decisions its threads wait for."""
 
-    def __init__(self, chat: ChatParts) -> None:
+    def __init__(self, chat: ApprovalChat) -> None:
         self._chat = chat
         # The approval dialog open or about to open (it is pushed after the next refresh):
         # the app says every notification in it meanwhile (ShopBotApp.notify).

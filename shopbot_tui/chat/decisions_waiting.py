@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from textual.worker import Worker
 
     from agents.backend import Escalation, ThreadInfo, TurnResult
-    from shopbot_tui.chat.parts import ChatParts
+    from shopbot_tui.chat.parts import WaitingChat
 
 log = logging.getLogger("shopbot.tui")
 
@@ -54,7 +54,7 @@ class DecisionsRead(Message):
 class DecisionsWaiting:
     """Keeps `chat`'s side panel counting the decisions waiting in other conversations."""
 
-    def __init__(self, chat: ChatParts) -> None:
+    def __init__(self, chat: WaitingChat) -> None:
         self._chat = chat
         # The other conversations waiting, longest first, as last read.
         self.elsewhere: list[ThreadInfo] = []

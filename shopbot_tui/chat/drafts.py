@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 from shopbot_tui.chat.newest_wins import NewestWins
 
 if TYPE_CHECKING:
-    from shopbot_tui.chat.parts import ChatParts
+    from shopbot_tui.chat.parts import DraftsChat
 
 log = logging.getLogger("shopbot.tui")
 
 
 class Drafts:
-    def __init__(self, chat: ChatParts) -> None:
+    def __init__(self, chat: DraftsChat) -> None:
         self._chat = chat
         # Thread id -> the box's text in it, this session (the truth while the app runs).
         self._typed: dict[str, str] = {}

@@ -3,7 +3,8 @@ thread_opening, turn_reports): its state and the parts they call each other thro
 chat screen (screen.py) is what has them; the helpers name this, never the screen, so no
 helper module imports the screen back (an import contract in pyproject.toml keeps it so).
 
-The state here is the screen's reactive attributes: a helper that sets one (a decision now
+Each helper names only the part it uses (`DraftsChat`, `ApprovalChat`, ...). The state here
+is the screen's reactive attributes: a helper that sets one (a decision now
 pending, an escalation read) needs nothing else for the footer to follow.
 """
 
@@ -31,51 +32,45 @@ if TYPE_CHECKING:
     from shopbot_tui.widgets.side_panel import SidePanel
 
 
-class ChatParts(Protocol):
-    # --- the state (reactive on the screen) ----------------------------------------------
+# Each helper names the narrowest of the protocols below that it needs (mypy then refuses a
+# use of anything else); the screen is all of them (`ChatParts`).
+
+
+class Session(Protocol):
+    """Which conversation is open, for whom, and what it waits for."""
+
     settings: Settings
-    records: Backend
     backend: Backend | None
-    engine_error: str | None
+    records: Backend
     thread_id: str
     customer: str | None
-    customer_refused: str | None
     pending: ApprovalRequest | None
-    escalation: Escalation | None
-    waiting_elsewhere: bool
 
     @property
     def busy(self) -> set[str]: ...
-    @property
-    def thread_ready(self) -> bool: ...
-    @property
-    def last_reply(self) -> str: ...
-    @property
-    def escalated_here(self) -> bool: ...
 
-    # --- the helpers -----------------------------------------------------------------------
-    turns: TurnWorkers
-    notices: ChatNotices
-    view: ThreadView
-    opener: ThreadOpener
-    reports: TurnReports
-    approvals: ApprovalFlow
-    commands: ChatCommands
-    drafts: Drafts
-    waiting: DecisionsWaiting
 
-    # --- the widgets and what the screen shows -----------------------------------------
-    @property
-    def panel(self) -> SidePanel: ...
+class Box(Protocol):
     @property
     def message_input(self) -> MessageBox: ...
+
+
+class Shows(Box, Protocol):
+    """What the screen shows."""
+
+    notices: ChatNotices
+
+    @property
+    def panel(self) -> SidePanel: ...
     def show_agent(self, agent: str, step: str | None = None) -> None: ...
-    def show_session(self, thread_id: str, customer: str | None) -> None: ...
     async def open_thread(
         self, thread_id: str, customer: str | None, *, at: str | None = None
     ) -> None: ...
 
-    # --- Textual's, of the screen --------------------------------------------------------
+
+class Works(Protocol):
+    """Textual's calls of the screen: workers, messages, timers."""
+
     @property
     def app(self) -> App[Any]: ...
     @property
@@ -88,3 +83,53 @@ class ChatParts(Protocol):
     def call_next(self) -> Callable[..., None]: ...
     @property
     def call_after_refresh(self) -> Callable[..., bool]: ...
+
+
+class DraftsChat(Session, Box, Works, Protocol):
+    """What `Drafts` uses: the open conversation and its box, and whether a dialog is open."""
+
+    approvals: ApprovalFlow
+
+
+class ApprovalChat(Session, Shows, Works, Protocol):
+    """What `ApprovalFlow` uses: the pending decision and the turns that answer it."""
+
+    turns: TurnWorkers
+
+
+class WaitingChat(Session, Shows, Works, Protocol):
+    """What `DecisionsWaiting` uses: the escalation and the decision shown."""
+
+    escalation: Escalation | None
+    waiting_elsewhere: bool
+    approvals: ApprovalFlow
+
+
+class ReportsChat(Session, Shows, Protocol):
+    """What `TurnReports` uses to show what a turn did."""
+
+    turns: TurnWorkers
+    view: ThreadView
+    approvals: ApprovalFlow
+    drafts: Drafts
+    waiting: DecisionsWaiting
+
+
+class ChatParts(ReportsChat, WaitingChat, Works, Protocol):
+    """The whole chat: what the command and thread-opening helpers use (they run it)."""
+
+    engine_error: str | None
+    customer_refused: str | None
+
+    @property
+    def thread_ready(self) -> bool: ...
+    @property
+    def last_reply(self) -> str: ...
+    @property
+    def escalated_here(self) -> bool: ...
+
+    opener: ThreadOpener
+    reports: TurnReports
+    commands: ChatCommands
+
+    def show_session(self, thread_id: str, customer: str | None) -> None: ...

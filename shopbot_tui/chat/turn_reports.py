@@ -34,7 +34,7 @@ if TYPE_CHECKING:
         TurnProgress,
         TurnRefused,
     )
-    from shopbot_tui.chat.parts import ChatParts
+    from shopbot_tui.chat.parts import ReportsChat
 
 
 def refusal_text(message: TurnRefused) -> str:
@@ -55,7 +55,7 @@ def refusal_text(message: TurnRefused) -> str:
 class TurnReports:
     """Applies what turns report to `chat`, its open thread and its widgets."""
 
-    def __init__(self, chat: ChatParts) -> None:
+    def __init__(self, chat: ReportsChat) -> None:
         self._chat = chat
 
     async def refused(self, message: TurnRefused) -> None:
