@@ -112,6 +112,22 @@ def answer_in(value: object) -> Answer:
     return Answer(value, request.strip() if isinstance(request, str) else None)
 
 
+def refused_decision(value: object, why: str, reviewer: Mapping[str, str]) -> dict[str, Any]:
+    """The audit detail of a decision refused before any run (`decision_refused`): what was
+    answered, as far as it reads as an answer, why it was refused, and who sent it."""
+    try:
+        answer: Answer | None = answer_in(value)
+    except RunRefused:
+        answer = None
+    return {
+        "decision": answer.choice[:64] if answer else None,
+        "request_id": answer.request_id[:64] if answer and answer.request_id else None,
+        "reason": redact(why)[:500],
+        "checked": "before the run",
+        **reviewer,
+    }
+
+
 def check_decision(thread_id: str, value: object, waiting: Mapping[str, Any] | None) -> Answer:
     """The decision `value` answers the question waiting, as one of its options (lower case);
     else `RunRefused`: nothing waits, another request waits, or it is no option."""

@@ -362,16 +362,25 @@ class ShopBotEngine:
             before = await self._stored.snapshot(thread_id)
             pending = self._stored.pending(thread_id, before)
             answer = decision if asked is None else {"decision": decision, "request_id": asked}
-            with _refusals_as_errors(pending):
-                choice = admission.check_decision(thread_id, answer, _waiting(pending)).choice
-            assert pending is not None, "a decision is admitted only while one waits"
-            if problem := self.may_not_decide(pending, reviewer):
-                # (The graph refuses it too; said here, before anything runs.)
-                raise NotAuthorised(
-                    f"{problem} Nothing was decided: the decision waits for a reviewer whose "
-                    "limit covers it.",
-                    pending,
+            try:
+                with _refusals_as_errors(pending):
+                    choice = admission.check_decision(thread_id, answer, _waiting(pending)).choice
+                assert pending is not None, "a decision is admitted only while one waits"
+                if problem := self.may_not_decide(pending, reviewer):
+                    # (The graph refuses it too; said here, before anything runs.)
+                    raise NotAuthorised(
+                        f"{problem} Nothing was decided: the decision waits for a reviewer "
+                        "whose limit covers it.",
+                        pending,
+                    )
+            except InputError as exc:
+                # Who tried to decide, and why it was refused, is the audit log's too.
+                detail = admission.refused_decision(answer, str(exc), reviewer.audit_detail())
+                self._recorder.append(
+                    "decision_refused", thread_id=thread_id, agent=active_in(before), detail=detail
                 )
+                await self._recorder.aflush()
+                raise
             self.threads.update(thread_id, status="answering")
             # With the request it answers: the graph refuses it for any other (decisions.py).
             resume: Command[Any] = Command(

@@ -14,6 +14,7 @@ recursion limit is ShopBot's, whatever the client or the server's default says.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import importlib.util
 import logging
@@ -30,7 +31,7 @@ from agents.graph.context import ShopContext
 from agents.graph.services import REVIEWER_KEY, SERVICES_KEY, opened, process_services
 from agents.graph.specialists.spec import RECURSION_LIMIT
 from agents.graph.turn_start import other_customer_text
-from agents.reviewer import login_name
+from agents.reviewer import Reviewer, login_name
 from agents.safety.redaction import register_secret
 
 log = logging.getLogger("shopbot.serving")
@@ -164,6 +165,8 @@ async def admit_run(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -
                     "limit covers it.",
                 )
     except admission.RunRefused as exc:
+        if kwargs.get("command") is not None and thread_id:
+            await _audit_refused(thread_id, kwargs["command"], str(exc), ctx.user.identity)
         raise Auth.exceptions.HTTPException(status_code=exc.status, detail=str(exc)) from None
     if admitted.message is not None:
         # A pasted key never reaches the checkpoint, the model or the transcript.
@@ -185,6 +188,20 @@ async def no_state_writes(ctx: Auth.types.AuthContext, value: Auth.types.Threads
         raise Auth.exceptions.HTTPException(
             status_code=403, detail="A run is stopped (interrupt), never rolled back."
         )
+
+
+async def _audit_refused(thread_id: str, command: object, why: str, operator: str) -> None:
+    """A decision refused before its run, in the audit log with the operator who sent it (as
+    the in-process runner records it). Only a record: failing to write it refuses nothing
+    more."""
+    answer = command.get("resume") if isinstance(command, Mapping) else None
+    detail = admission.refused_decision(answer, why, Reviewer(operator, "server").audit_detail())
+    try:
+        services = process_services() if opened() else await asyncio.to_thread(process_services)
+        services.audit.append("decision_refused", thread_id=thread_id, agent=None, detail=detail)
+        await asyncio.to_thread(services.audit.flush)
+    except Exception:
+        log.exception("recording the refused decision on %s failed", thread_id)
 
 
 def _authorization(headers: Mapping[Any, Any]) -> str:

@@ -80,6 +80,12 @@ async def test_someone_whose_limit_does_not_cover_it_is_refused_and_it_stays_pen
         assert engine.shop.refunds() == []
         pending = await engine.pending_approval("big")
         assert pending is not None and pending.payload["order_id"] == "ORD-004"
+        # Both tries are in the audit log, with who made them and why they were refused.
+        refused_tries = [e.detail for e in audit_of(engine, "big") if e.kind == "decision_refused"]
+        assert sorted(d["decision"] for d in refused_tries) == ["approve", "reject"]
+        for detail in refused_tries:
+            assert (detail["decided_by"], detail["checked"]) == ("sam", "before the run")
+            assert "sam's limit is $500.00" in detail["reason"]
 
         # The one who can still decides it: rejected, the customer is told, nothing paid.
         events = await resume_as(engine, "big", "reject", DANA)

@@ -72,6 +72,11 @@ async def test_two_operators_share_the_queue_and_one_decision_is_taken(
     with pytest.raises(NothingPending) as refused:
         await outcome(dana.decide(thread_id, "reject", request_id=request.request_id))
     assert "it was approved by lee (server)" in str(refused.value)
+    (tried,) = await dana.audit_page(
+        AuditQuery(thread_id=thread_id, kinds=("decision_refused",)), limit=5
+    )
+    assert (tried.detail["decided_by"], tried.detail["decision"]) == ("dana", "reject")
+    assert "has no decision pending" in tried.detail["reason"]
 
     # The audit log names the operator the server authenticated, read from dana's machine.
     query = AuditQuery(thread_id=thread_id, kinds=("approval_decided", "refund_processed"))
@@ -110,6 +115,12 @@ async def test_a_refund_over_an_operators_limit_waits_for_one_whose_limit_covers
     assert lee_sees is not None and lee.may_not_decide(lee_sees) is None
     with pytest.raises(InputError, match="dana's limit is"):
         await outcome(dana.decide(thread_id, "approve", request_id=asked.pending.request_id))
+    refused = await dana.audit_page(
+        AuditQuery(thread_id=thread_id, kinds=("decision_refused",)), limit=5
+    )
+    assert [(e.detail["decided_by"], e.detail["via"], e.detail["decision"]) for e in refused] == [
+        ("dana", "server", "approve")
+    ]
     done = await outcome(lee.decide(thread_id, "reject", request_id=lee_sees.request_id))
     assert done.status == "done"
 
