@@ -23,6 +23,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import aclosing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 from langgraph_sdk.client import LangGraphClient
@@ -126,7 +127,7 @@ class RemoteBackend:
     async def start(self) -> None:
         me = await self._read(lambda: self._client.http.get("/shopbot/me"))
         self._operator = str(me.get("operator") or "") or None
-        self._model = f"{me.get('model') or 'unknown model'} (at {self.url})"
+        self._model = f"{me.get('model') or 'unknown model'} on {urlsplit(self.url).netloc}"
 
     async def close(self) -> None:
         await self.close_pending_stops()

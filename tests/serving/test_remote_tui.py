@@ -23,6 +23,7 @@ from tests.support.tui import (
     SIZE,
     RecordingApp,
     frame_text,
+    instant_approval,  # noqa: F401 - autouse fixture
     iter_notices,
     notes,
     replies,
@@ -62,7 +63,8 @@ async def test_the_app_on_a_server_answers_asks_and_pays_once(
     async with app.run_test(size=SIZE) as pilot:
         await started(pilot)
         assert isinstance(app.backend, RemoteBackend)
-        assert operators_served.url in frame_text(app)  # the status line says where
+        # The status line says where the model runs.
+        assert f"offline demo on {operators_served.url.removeprefix('http://')}" in frame_text(app)
         await send(pilot, "Where is my order ORD-002?")
         assert any("ORD-002" in reply for reply in replies(app)), replies(app)
 
