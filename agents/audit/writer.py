@@ -8,8 +8,8 @@ until everything queued has been written (or has failed to be), and `close()` fl
 The writer is not woken for every event: a wake-up is a thread hand-off (the GIL, a core)
 in the middle of the turn that queued it, and a batch a transaction (in PostgreSQL a
 flushed commit). It stores what is queued when asked (`flush`, `aflush`, a turn's
-`turn_finished`, a full batch, closing) and otherwise at most `delay` seconds after an event came, so
-another window's audit viewer still sees a long turn as it goes. With a conversation
+`turn_finished`, a full batch, closing) and otherwise at most `delay` seconds after an
+event came, so another window's audit viewer still sees a long turn as it goes. With a conversation
 registry, a batch's transcript lines, escalations and turn ends are written in the same
 transaction as its events (`ThreadRegistry.write_together`).
 
