@@ -32,7 +32,7 @@ from agents.audit.search import (
 )
 from agents.safety.redaction import redact, redact_data
 from agents.safety.text import visible
-from agents.store.database import Location, Store
+from agents.store.database import Connection, Location, Store
 from agents.store.sqlite import (
     apply_schema,
     storable_text,
@@ -94,6 +94,9 @@ _EVENT_COLUMNS = ("id", "ts", "thread_id", "agent", "kind", "detail")
 # What _SCHEMA creates, by name: when all are there, opening the log writes nothing.
 _SCHEMA_NAMES = tuple(re.findall(r"IF NOT EXISTS (\w+)", "\n".join(_SCHEMA)))
 
+
+# An event as `insert_rows` stores it: ts, thread_id, agent, kind, the detail's JSON.
+EventRow = tuple[str, str | None, str | None, str, str]
 
 INSERT_EVENT = "INSERT INTO events (ts, thread_id, agent, kind, detail) VALUES (?, ?, ?, ?, ?)"
 # The same for many events at once in PostgreSQL (SQLite's is in `_insert_rows`).
@@ -247,39 +250,48 @@ class AuditLog(Store):
         """Bulk `append`: mappings with kind/thread_id/agent/detail (and `ts`, when the event
         happened before it is stored, as with `AuditWriter`)."""
         total = 0
-        rows: list[tuple[str, str | None, str | None, str, str]] = []
+        rows: list[EventRow] = []
         for event in events:
-            ts, thread_id, agent, kind, clean = self._prepare(
-                event["kind"],
-                event.get("thread_id"),
-                event.get("agent"),
-                event.get("detail"),
-                event.get("ts"),
-            )
-            rows.append((ts, thread_id, agent, kind, _dumps(clean)))
+            rows.append(self.stored_row(event))
             if len(rows) >= batch:
                 total += self._insert_rows(rows)
                 rows = []
         return total + self._insert_rows(rows)
 
-    def _insert_rows(self, rows: list[tuple[str, str | None, str | None, str, str]]) -> int:
+    def stored_row(self, event: Mapping[str, Any]) -> EventRow:
+        """An event mapping (as `append_many` takes) as the row `insert_rows` stores: kind
+        checked, redacted, its detail as JSON."""
+        ts, thread_id, agent, kind, clean = self._prepare(
+            event["kind"],
+            event.get("thread_id"),
+            event.get("agent"),
+            event.get("detail"),
+            event.get("ts"),
+        )
+        return ts, thread_id, agent, kind, _dumps(clean)
+
+    def _insert_rows(self, rows: list[EventRow]) -> int:
+        # A short transaction per batch lets other processes' appends interleave.
+        with self._lock:
+            return self.insert_rows(self._conn, rows)
+
+    def insert_rows(self, conn: Connection, rows: list[EventRow]) -> int:
+        """Store `stored_row`s with ONE statement on `conn` (this log's own, or another
+        store's of the same database inside its transaction: audit/writer.py)."""
         # One INSERT for the whole batch: FTS5 flushes its index at every statement, so
-        # row-by-row inserts through the sync trigger cost 3x more. A short transaction
-        # per batch lets other processes' appends interleave.
+        # row-by-row inserts through the sync trigger cost 3x more.
         if not rows:
             return 0
         if self._dialect.name == "postgres":
             # The columns as arrays, unnested: one statement, one round trip.
-            with self._lock:
-                columns = [list(column) for column in zip(*rows, strict=True)]
-                self._conn.execute(_INSERT_UNNESTED, columns)
+            columns = [list(column) for column in zip(*rows, strict=True)]
+            conn.execute(_INSERT_UNNESTED, columns)
             return len(rows)
-        with self._lock:
-            self._conn.execute(
-                "INSERT INTO events (ts, thread_id, agent, kind, detail) "
-                "SELECT value->>0, value->>1, value->>2, value->>3, value->>4 FROM json_each(?)",
-                (_dumps(rows),),
-            )
+        conn.execute(
+            "INSERT INTO events (ts, thread_id, agent, kind, detail) "
+            "SELECT value->>0, value->>1, value->>2, value->>3, value->>4 FROM json_each(?)",
+            (_dumps(rows),),
+        )
         return len(rows)
 
     def page(

@@ -5,6 +5,14 @@ a turn writes a dozen. Here the caller only queues the event, stamped with the t
 happened; one writer thread stores queued events in order, in batches. `flush()` waits
 until everything queued has been written (or has failed to be), and `close()` flushes.
 
+The writer is not woken for every event: a wake-up is a thread hand-off (the GIL, a core)
+in the middle of the turn that queued it, and a batch a transaction (in PostgreSQL a
+flushed commit). It stores what is queued when asked (`flush`, `aflush`, a turn's
+`turn_finished`, a full batch, closing) and otherwise at most `delay` seconds after an
+event came, so another window's audit viewer still sees a long turn as it goes. With a conversation
+registry, a batch's transcript lines, escalations and turn ends are written in the same
+transaction as its events (`ThreadRegistry.write_together`).
+
 A write that fails for a passing reason (another process holding the log's lock past the
 busy timeout, a full disk) is tried again, with the events that came since, every
 `retry_seconds` until it succeeds: nothing is dropped while the process lives. Events still
@@ -19,25 +27,28 @@ import asyncio
 import contextlib
 import json
 import logging
-import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from agents.audit.log import AuditLog, check_kind
-from agents.store.sqlite import cannot_write, utc_timestamp
+from agents.store.sqlite import StorageError, cannot_write, utc_timestamp
+from agents.store.threads import RegistryWrite
 
 log = logging.getLogger("shopbot.audit")
 
-_STOP = object()
 # Events stored per transaction at most: bounded latency when the queue is long.
 BATCH = 500
 # Unstored events kept for the next try at most (about 1 kB each): a store that never comes
 # back must not exhaust memory. The oldest beyond it go to the log file.
 MAX_UNSTORED = 50_000
 RETRY_SECONDS = 2.0
+# Longest an event waits in the queue when nobody asks for it (a viewer's liveness).
+STORE_DELAY = 0.25
 
 
 class AuditSink(Protocol):
@@ -85,14 +96,6 @@ class ConversationRegistry(Protocol):
     def open_turn(self, thread_id: str, *, customer: str | None, message: str) -> object: ...
 
 
-@dataclass(frozen=True)
-class _RegistryWrite:
-    """A conversation's transcript line, escalation or end of turn, in order with the events."""
-
-    op: str
-    args: tuple[Any, ...]
-
-
 class AuditWriter:
     """Audit events and, with `threads`, what the conversation's transcript and registry
     keep of a turn (its lines, an escalation, how it ended), stored in the order they came,
@@ -105,12 +108,19 @@ class AuditWriter:
         *,
         threads: ConversationRegistry | None = None,
         retry_seconds: float = RETRY_SECONDS,
+        delay: float = STORE_DELAY,
     ) -> None:
         self.audit = audit
         self._threads = threads
         self._retry_seconds = retry_seconds
+        self._delay = delay
         self._failing = False  # the last write failed for a passing reason (said once)
-        self._queue: queue.Queue[object] = queue.Queue()
+        # What is queued, and when to store it, under one condition the thread waits on.
+        self._wake = threading.Condition()
+        self._items: list[object] = []
+        self._now = False  # store at once: asked (flush, turn end, a full batch)
+        self._sleeping = False  # the thread waits for no time: the next item wakes it
+        self._stopping = False
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="shopbot-audit", daemon=True)
         self._thread.start()
@@ -127,7 +137,9 @@ class AuditWriter:
         if self._closed:
             raise RuntimeError("the audit writer is closed")
         event = {"ts": utc_timestamp(), "kind": kind, "thread_id": thread_id, "agent": agent}
-        self._queue.put({**event, "detail": dict(detail or {})})
+        # A turn's last word: what it queued is stored now, whoever waits for it (a server's
+        # run too, which no engine flushes).
+        self._put({**event, "detail": dict(detail or {})}, now=kind == "turn_finished")
 
     def line(self, thread_id: str, role: str, text: str, agent: str | None = None) -> None:
         """A transcript line of `thread_id` (a reply, a note), stored after what came before."""
@@ -150,12 +162,25 @@ class AuditWriter:
             return
         if self._closed:
             raise RuntimeError("the audit writer is closed")
-        self._queue.put(_RegistryWrite(op, args))
+        self._put(RegistryWrite(op, args, utc_timestamp()))
+
+    def _put(self, item: object, *, now: bool = False) -> None:
+        with self._wake:
+            self._items.append(item)
+            now = now or len(self._items) >= BATCH
+            if now or self._sleeping:
+                self._now = self._now or now
+                self._sleeping = False
+                self._wake.notify()
 
     def flush(self) -> None:
         """Wait until every event queued so far is stored, or its write failed (it is then
         tried again: a failing store must not hang the caller)."""
-        self._queue.join()
+        if self._closed:
+            return
+        done = threading.Event()
+        self._put(_FlushMark(None, done), now=True)
+        done.wait()
 
     async def aflush(self) -> None:
         """`flush` for a coroutine: the writer says when, and neither the event loop nor a
@@ -164,46 +189,90 @@ class AuditWriter:
             return
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        self._queue.put(_FlushMark(loop, done))
+        self._put(_FlushMark(loop, done), now=True)
         await done
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self._queue.put(_STOP)
+            with self._wake:
+                self._stopping = True
+                self._wake.notify()
             self._thread.join()
 
     def _run(self) -> None:
-        unstored: list[dict[str, Any]] = []  # events a failed write left, tried first
+        unstored: list[Any] = []  # what a failed write left, tried first
         while True:
-            batch = self._next_batch(wait=self._retry_seconds if unstored else None)
+            items, stopping = self._next_batch(retrying=bool(unstored))
+            marks = [item for item in items if isinstance(item, _FlushMark)]
             try:
                 unstored = self._store(
-                    unstored
-                    + [i for i in batch if i is not _STOP and not isinstance(i, _FlushMark)]
+                    unstored + [item for item in items if not isinstance(item, _FlushMark)]
                 )
             finally:
-                for item in batch:
-                    if isinstance(item, _FlushMark):
-                        item.settle()
-                    self._queue.task_done()
-            if any(item is _STOP for item in batch):
+                for mark in marks:
+                    mark.settle()
+            if stopping:
                 # Closing: that was the last try (the app is quitting, it must not hang).
                 _keep_in_log_file(unstored)
                 return
 
+    def _next_batch(self, *, retrying: bool) -> tuple[list[object], bool]:
+        """What is queued, once it is time to store it: asked for, `delay` after the first
+        of it came (`retry_seconds` after a failed write), or closing. Whether closing."""
+        with self._wake:
+            due = time.monotonic() + (self._retry_seconds if retrying else self._delay)
+            while not (self._now or self._stopping):
+                left = due - time.monotonic()
+                if left > 0:
+                    self._wake.wait(left)
+                elif self._items or retrying:
+                    break
+                else:
+                    # Nothing came meanwhile: sleep until something does (it wakes us).
+                    self._sleeping = True
+                    self._wake.wait()
+                    due = time.monotonic() + self._delay
+            items, self._items = self._items, []
+            self._now = False
+            return items, self._stopping
+
     def _store(self, items: list[Any]) -> list[Any]:
-        """Write `items` in order, audit events BATCH to a transaction (a chunk committed is
-        done: a retry never writes it twice); return what a passing failure left, to try
-        again."""
+        """Write `items` in order, BATCH to a transaction (a chunk committed is done: a
+        retry never writes it twice); return what a passing failure left, to try again."""
+        together = getattr(self._threads, "write_together", None)
+        start = 0
+        while together is not None and start < len(items):
+            chunk = items[start : start + BATCH]
+            try:
+                self._write_together(together, chunk)
+            except Exception as exc:
+                if _passing(exc, self.audit):
+                    return self._held_back(items[start:], exc)
+                # Something in it cannot be written as it stands: each on its own, as ever,
+                # so that only that one is set aside.
+                return self._store_one_by_one(items[start:])
+            start += len(chunk)
+        return self._store_one_by_one(items[start:])
+
+    def _write_together(self, together: Any, chunk: list[Any]) -> None:
+        writes = [item for item in chunk if isinstance(item, RegistryWrite)]
+        rows = [
+            self.audit.stored_row(item) for item in chunk if not isinstance(item, RegistryWrite)
+        ]
+        together(writes, partial(self.audit.insert_rows, rows=rows))
+
+    def _store_one_by_one(self, items: list[Any]) -> list[Any]:
+        """Write `items` in order, audit events BATCH to a transaction, each registry write
+        in its own."""
         start = 0
         while start < len(items):
-            if isinstance(items[start], _RegistryWrite):
+            if isinstance(items[start], RegistryWrite):
                 chunk: list[Any] = [items[start]]
             else:
                 chunk = []
                 for item in items[start : start + BATCH]:
-                    if isinstance(item, _RegistryWrite):
+                    if isinstance(item, RegistryWrite):
                         break
                     chunk.append(item)
             try:
@@ -217,22 +286,23 @@ class AuditWriter:
                     _keep_in_log_file(chunk)
                     start += len(chunk)
                     continue
-                left = items[start:]
-                if not self._failing:  # once per failing spell, not at every try
-                    self._failing = True
-                    log.warning(
-                        "could not store %d audit events (%s); trying again", len(left), exc
-                    )
-                _keep_in_log_file(left[:-MAX_UNSTORED])
-                return left[-MAX_UNSTORED:]
+                return self._held_back(items[start:], exc)
             start += len(chunk)
         if self._failing:
             self._failing = False
             log.warning("stored the audit events a failed write had held back")
         return []
 
+    def _held_back(self, left: list[Any], exc: Exception) -> list[Any]:
+        """`left` kept for the next try (at most MAX_UNSTORED of them)."""
+        if not self._failing:  # once per failing spell, not at every try
+            self._failing = True
+            log.warning("could not store %d audit events (%s); trying again", len(left), exc)
+        _keep_in_log_file(left[:-MAX_UNSTORED])
+        return left[-MAX_UNSTORED:]
+
     def _write(self, chunk: list[Any]) -> None:
-        if chunk and isinstance(chunk[0], _RegistryWrite):
+        if chunk and isinstance(chunk[0], RegistryWrite):
             write = chunk[0]
             assert self._threads is not None
             if write.op == "append_line":
@@ -250,29 +320,27 @@ class AuditWriter:
             return
         self.audit.append_many(chunk)
 
-    def _next_batch(self, *, wait: float | None) -> list[object]:
-        """Queued items (at most BATCH), waiting for the first up to `wait` seconds (None:
-        for ever); empty when that wait ran out, for a retry."""
-        try:
-            batch = [self._queue.get(timeout=wait)]
-        except queue.Empty:
-            return []
-        while len(batch) < BATCH:
-            try:
-                batch.append(self._queue.get_nowait())
-            except queue.Empty:
-                break
-        return batch
+
+def _passing(exc: Exception, audit: AuditLog) -> bool:
+    """A failure that trying again later cures (a lock held past the busy timeout, a full
+    disk), as SQLite raises it or as a transaction names it (`StorageError`)."""
+    cause = exc.__cause__ if isinstance(exc, StorageError) else exc
+    return isinstance(cause, sqlite3.OperationalError) and cannot_write(cause, audit.path)
 
 
 @dataclass(frozen=True)
 class _FlushMark:
-    """Queued by `aflush`: everything before it has been tried once it is reached."""
+    """Queued by `flush` (a threading.Event, no loop) and `aflush` (a future of `loop`):
+    everything before it has been tried once it is reached."""
 
-    loop: asyncio.AbstractEventLoop
-    done: asyncio.Future[None]
+    loop: asyncio.AbstractEventLoop | None
+    done: asyncio.Future[None] | threading.Event
 
     def settle(self) -> None:
+        if isinstance(self.done, threading.Event):
+            self.done.set()
+            return
+        assert self.loop is not None
         with contextlib.suppress(RuntimeError):  # (its loop closed meanwhile: nobody waits)
             self.loop.call_soon_threadsafe(_settle, self.done)
 
@@ -286,7 +354,7 @@ def _keep_in_log_file(items: list[Any]) -> None:
     """The last place left for events the audit log cannot take: one (redacted) log line
     each, whole."""
     for item in items:
-        if isinstance(item, _RegistryWrite):
+        if isinstance(item, RegistryWrite):
             log.error(
                 "conversation record not stored: %s %s", item.op, json.dumps(item.args, default=str)
             )

@@ -12,6 +12,7 @@ from agents.audit.log import AuditLog, AuditQuery
 from agents.audit.writer import AuditWriter
 from agents.events import ApprovalRequest
 from agents.graph.replies import TURN_CUT_NOTE, TURN_STOPPED_NOTE
+from agents.names import DEFAULT_AGENT
 from agents.runner.stored_threads import StoredThreads
 from agents.runner.thread_state import active_in
 from agents.runner.turn_closing import customer_message, lost_message
@@ -74,15 +75,22 @@ class TurnRecovery:
 
         A thread the registry shows idle has nothing pending (every turn that pauses records
         it, see `ShopBotEngine._finish`), and reading the stored state costs milliseconds per
-        turn; any other thread (new, awaiting a decision, after an error) is read from the
-        checkpoint, and a turn cut off there is closed first.
+        turn (a dozen hops to the saver's thread); nor has a thread the registry does not
+        know any state: an engine registers a thread (`open_turn`) before its first run
+        saves anything, in the same database, and a LangGraph server keeps its checkpoints
+        in its own store. (Were one there after all, the graph itself refuses a message while
+        a decision waits: parent.py routes it to `decision_waits`.) Any other thread
+        (awaiting a decision, after an error, cut off) is read from the checkpoint, and a
+        turn cut off there is closed first.
         """
         info = self._threads.get(thread_id)
-        if info is not None and info.status == "idle" and info.turns > 0:
+        if info is None:
+            return DEFAULT_AGENT, None
+        if info.status == "idle" and info.turns > 0:
             return info.active_agent, None
         state = await self._stored.snapshot(thread_id)
         pending = self._stored.pending(thread_id, state)
-        if pending is None and info is not None:
+        if pending is None:
             await self._withdraw_unsaved_question(thread_id, active_in(state))
             # The last turn was cut off (closed, or the process died): its completed steps
             # were saved, and a hand-off among them ends the history on a tool answer; or,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.reviewer import Reviewer
 from agents.safety.redaction import redact
-from agents.store.database import Store
+from agents.store.database import Connection, Store
 from agents.store.sqlite import storable_text, utc_timestamp
 
 if TYPE_CHECKING:
@@ -46,13 +46,17 @@ class EscalationQueue(Store):
 
     def escalate(self, thread_id: str, *, agent: str | None, reason: str) -> None:
         """`thread_id` needs a person, for `reason` (it stays so until `close_escalation`)."""
-        reason = redact(storable_text(reason))
         with self._lock, self._transaction() as conn:
-            conn.execute(
-                "INSERT INTO escalations VALUES (?, ?, ?, ?) ON CONFLICT(thread_id)"
-                " DO UPDATE SET agent = excluded.agent, reason = excluded.reason",
-                (thread_id, utc_timestamp(), agent, reason),
-            )
+            self._escalate(conn, thread_id, agent, reason, utc_timestamp())
+
+    def _escalate(
+        self, conn: Connection, thread_id: str, agent: str | None, reason: str, now: str
+    ) -> None:
+        conn.execute(
+            "INSERT INTO escalations VALUES (?, ?, ?, ?) ON CONFLICT(thread_id)"
+            " DO UPDATE SET agent = excluded.agent, reason = excluded.reason",
+            (thread_id, now, agent, redact(storable_text(reason))),
+        )
 
     def escalations(self) -> builtins.list[Escalation]:
         """Every open escalation, the oldest first."""

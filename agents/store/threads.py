@@ -9,14 +9,14 @@ from __future__ import annotations
 import builtins
 import re
 import sqlite3
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from agents.names import AGENT_TITLES, AGENTS, DEFAULT_AGENT
 from agents.safety.redaction import redact
 from agents.safety.text import quoted
-from agents.store.database import Connection, Location
+from agents.store.database import Connection, Cursor, Location
 from agents.store.escalations import ESCALATIONS_SCHEMA, EscalationQueue
 from agents.store.leases import LEASES_SCHEMA, LeaseBook, LeaseTable, TurnLeases, lease_alive
 from agents.store.sqlite import storable_text, utc_timestamp
@@ -271,18 +271,9 @@ class ThreadRegistry(TurnLeases, EscalationQueue):
         status: ThreadStatus | None = None,
     ) -> ThreadInfo:
         """Change what is given."""
-        validate_thread_id(thread_id)
-        if active_agent is not None and active_agent not in AGENTS:
-            raise ValueError(f"Unknown agent {active_agent!r}; known: {', '.join(AGENTS)}")
-        if status is not None and status not in THREAD_STATUSES:
-            raise ValueError(f"Unknown status {status!r}; known: {', '.join(THREAD_STATUSES)}")
+        _check_update(thread_id, active_agent, status)
         with self._lock, self._transaction() as conn:
-            updated = conn.execute(
-                f"UPDATE threads SET {self._touch},"  # noqa: S608 - constant text
-                " active_agent = coalesce(?, active_agent), status = coalesce(?, status)"
-                " WHERE thread_id = ?",
-                (utc_timestamp(), active_agent, status, thread_id),
-            )
+            updated = self._update(conn, thread_id, active_agent, status, utc_timestamp())
             # Read back before the count is looked at: in PostgreSQL both answers then come
             # in one round trip (a pipelined transaction, agents/store/postgres/connection.py).
             info = self._get(thread_id)
@@ -290,6 +281,90 @@ class ThreadRegistry(TurnLeases, EscalationQueue):
                 raise ValueError(f"Unknown thread {thread_id!r}: start it first.")
         assert info is not None
         return info
+
+    def _update(
+        self,
+        conn: Connection,
+        thread_id: str,
+        active_agent: str | None,
+        status: ThreadStatus | None,
+        now: str,
+    ) -> Cursor:
+        return conn.execute(
+            f"UPDATE threads SET {self._touch},"  # noqa: S608 - constant text
+            " active_agent = coalesce(?, active_agent), status = coalesce(?, status)"
+            " WHERE thread_id = ?",
+            (now, active_agent, status, thread_id),
+        )
+
+    def write_together(
+        self, writes: Sequence[RegistryWrite], then: Callable[[Connection], object]
+    ) -> None:
+        """The audit writer's batch in ONE transaction: `writes` (what `open_turn`,
+        `append_line`, `escalate` and `update` do, each stamped with the time it was said),
+        then `then` on the same connection (the batch's audit events). One commit, and in
+        PostgreSQL two round trips, where each write on its own costs a transaction. A write
+        that cannot be made (an unknown thread, role, agent or status) raises ValueError with
+        nothing of the batch written: the writer then makes them one by one, as ever."""
+        for write in writes:
+            _check_write(write)
+        with self._lock, self._transaction() as conn:
+            # (Rowcounts read at the end: in PostgreSQL the statements go out together.)
+            touched: list[tuple[Cursor, str]] = []
+            for write in writes:
+                touched += self._write(conn, write)
+            then(conn)
+            for cursor, thread_id in touched:
+                if not cursor.rowcount:
+                    raise ValueError(f"Unknown thread {thread_id!r}: start it first.")
+
+    def _write(self, conn: Connection, write: RegistryWrite) -> list[tuple[Cursor, str]]:
+        """One write of a batch; the statements whose rowcount says the thread exists."""
+        op, args, now = write.op, write.args, write.ts
+        if op == "update":
+            thread_id, agent, status = args
+            return [(self._update(conn, thread_id, agent, status, now), thread_id)]
+        if op == "escalate":
+            thread_id, agent, reason = args
+            self._escalate(conn, thread_id, agent, reason, now)
+            return []
+        if op == "open_turn":
+            thread_id, customer, message = args
+            self._ensure(conn, thread_id, customer, now)
+            conn.execute("DELETE FROM drafts WHERE thread_id = ?", (thread_id,))
+            return [self._add_line(conn, thread_id, "customer", message, None, now, True)]
+        thread_id, role, text, agent = args
+        return [self._add_line(conn, thread_id, role, text, agent, now)]
+
+    def _add_line(
+        self,
+        conn: Connection,
+        thread_id: str,
+        role: Role,
+        text: str,
+        agent: str | None,
+        ts: str,
+        opening: bool = False,
+    ) -> tuple[Cursor, str]:
+        """`_append` without reading the line's id back (nor, yet, whether the thread was
+        there: the caller reads the UPDATE's rowcount before it commits)."""
+        text = redact(storable_text(text))
+        title = make_title(text) if role == "customer" else None
+        turn = ", status = 'answering', turns = turns + 1" if opening else ""
+        touched = conn.execute(
+            f"UPDATE threads SET {self._touch}{turn},"  # noqa: S608 - constant text
+            " title = CASE WHEN title = '' THEN coalesce(?, '') ELSE title END"
+            " WHERE thread_id = ?",
+            (ts, title, thread_id),
+        )
+        # Only into a thread that exists (in SQLite nothing else would refuse it).
+        conn.execute(
+            "INSERT INTO lines (thread_id, ts, role, text, agent)"
+            " SELECT ?, ?, ?, ?, ? WHERE EXISTS"
+            " (SELECT 1 FROM threads WHERE thread_id = ?)",
+            (thread_id, ts, role, text, agent, thread_id),
+        )
+        return touched, thread_id
 
     # `builtins.list` below: inside the class, `list` is this method.
     def list(
@@ -469,6 +544,37 @@ def _listed(row: Mapping[str, Any]) -> ThreadInfo:
     ):
         return replace(info, status="cut_off")
     return info
+
+
+@dataclass(frozen=True)
+class RegistryWrite:
+    """One write of `ThreadRegistry.write_together`: the name of the method it does
+    ("open_turn", "append_line", "escalate", "update"), its arguments in order, and when it
+    was said (ISO-8601 UTC)."""
+
+    op: str
+    args: tuple[Any, ...]
+    ts: str
+
+
+def _check_update(thread_id: str, active_agent: str | None, status: str | None) -> None:
+    validate_thread_id(thread_id)
+    if active_agent is not None and active_agent not in AGENTS:
+        raise ValueError(f"Unknown agent {active_agent!r}; known: {', '.join(AGENTS)}")
+    if status is not None and status not in THREAD_STATUSES:
+        raise ValueError(f"Unknown status {status!r}; known: {', '.join(THREAD_STATUSES)}")
+
+
+def _check_write(write: RegistryWrite) -> None:
+    """What the write's own method refuses before it writes (ValueError)."""
+    if write.op == "update":
+        _check_update(*write.args)
+        return
+    if write.op not in ("open_turn", "append_line", "escalate"):
+        raise ValueError(f"Unknown registry write {write.op!r}")
+    validate_thread_id(write.args[0])
+    if write.op == "append_line" and write.args[1] not in ROLES:
+        raise ValueError(f"Unknown role {write.args[1]!r}; known: {', '.join(ROLES)}")
 
 
 def _info(row: Any) -> ThreadInfo:

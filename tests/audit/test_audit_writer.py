@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -230,5 +231,86 @@ async def test_aflush_returns_once_everything_queued_is_stored(tmp_path: Path) -
     await writer.aflush()
     assert audit.count(AuditQuery(thread_id="t")) == 700
     assert registry.calls == [("finish", "t", "idle", "order_agent", 700)]
+    writer.close()
+    audit.close()
+
+
+def test_a_turns_events_lines_and_end_are_stored_in_one_transaction(tmp_path: Path) -> None:
+    """What a turn queues (its message, events, transcript lines, end) is one commit of the
+    one database, not a transaction per write: in PostgreSQL each is a flushed commit."""
+    from agents.store.threads import ThreadRegistry
+
+    where = tmp_path / "shopbot.sqlite"
+    audit, registry = AuditLog(where), ThreadRegistry(where)
+    statements: list[str] = []
+    for store in (audit, registry):
+        store._sqlite.set_trace_callback(statements.append)
+    writer = AuditWriter(audit, threads=registry, delay=60)  # stored when asked, not before
+    writer.open_turn("t", customer="Sam", message="Where is ORD-002?")
+    writer.append("turn_started", thread_id="t")
+    writer.line("t", "note", "gate: order id passed")
+    writer.append("tool_called", thread_id="t", detail={"tool": "lookup_order"})
+    writer.escalate("t", agent="order_agent", reason="asked for a person")
+    writer.line("t", "assistant", "A colleague will follow up.", "order_agent")
+    writer.finish("t", status="idle", agent="order_agent")
+    writer.append("turn_finished", thread_id="t", detail={"status": "done"})
+    writer.flush()
+    begins = [s for s in statements if s.startswith("BEGIN")]
+    assert len(begins) == 1, statements
+    assert [s for s in statements if s.startswith("COMMIT")] == ["COMMIT"]
+    assert audit.count(AuditQuery(thread_id="t")) == 3
+    info = registry.get("t")
+    assert info is not None and (info.status, info.turns) == ("idle", 1)
+    assert [line.text for line in registry.lines("t")] == [
+        "Where is ORD-002?",
+        "gate: order id passed",
+        "A colleague will follow up.",
+    ]
+    assert [e.reason for e in registry.escalations()] == ["asked for a person"]
+    writer.close()
+    registry.close()
+    audit.close()
+
+
+def test_a_batch_with_a_write_that_cannot_be_made_sets_only_that_one_aside(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One transaction for the batch, but a line for a thread that does not exist does not
+    take the rest down with it: written one by one, only that one is logged instead."""
+    from agents.store.threads import ThreadRegistry
+
+    where = tmp_path / "shopbot.sqlite"
+    audit, registry = AuditLog(where), ThreadRegistry(where)
+    writer = AuditWriter(audit, threads=registry, delay=60)
+    with caplog.at_level(logging.ERROR, logger="shopbot.audit"):
+        writer.open_turn("t", customer="Sam", message="Hello")
+        writer.append("turn_started", thread_id="t")
+        writer.line("nobody", "note", "a line of no conversation")
+        writer.finish("t", status="idle", agent="order_agent")
+        writer.flush()
+    assert "a line of no conversation" in caplog.text
+    assert audit.count(AuditQuery(thread_id="t")) == 1
+    info = registry.get("t")
+    assert info is not None and info.status == "idle"
+    assert registry.get("nobody") is None
+    writer.close()
+    registry.close()
+    audit.close()
+
+
+def test_a_turns_end_is_stored_without_anyone_flushing(tmp_path: Path) -> None:
+    """Under a LangGraph server nobody flushes after a run: `turn_finished` has the writer
+    store the turn at once, not after its delay."""
+    audit = AuditLog(tmp_path / "audit.sqlite")
+    writer = AuditWriter(audit, delay=600)
+    writer.append("turn_started", thread_id="s")
+    writer.append("turn_finished", thread_id="s", detail={"status": "done"})
+    stored = threading.Event()
+    for _ in range(500):  # up to 5 s on a busy machine; done as soon as it is there
+        if audit.count(AuditQuery(thread_id="s")) == 2:
+            stored.set()
+            break
+        stored.wait(0.01)
+    assert stored.is_set()
     writer.close()
     audit.close()

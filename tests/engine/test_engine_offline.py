@@ -1151,3 +1151,31 @@ async def test_a_stop_asked_before_money_moves_ends_the_run_before_it() -> None:
             await task
     assert paid == []  # the stop came first: nothing was paid
     assert not guard.stop("t")
+
+
+async def test_a_new_conversations_first_turn_reads_no_stored_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread the registry does not know has no checkpoint: its first message starts at
+    once, without a dozen hops to the saver's thread for a state that is not there; a
+    thread waiting for a decision is still read (and its message refused)."""
+    from agents.runner.stored_threads import StoredThreads
+
+    reads: list[str] = []
+    snapshot = StoredThreads.snapshot
+
+    async def counted(self: StoredThreads, thread_id: str) -> Any:
+        reads.append(thread_id)
+        return await snapshot(self, thread_id)
+
+    monkeypatch.setattr(StoredThreads, "snapshot", counted)
+    async with open_engine(tmp_path) as engine:
+        first = await say(engine, "fresh", "Where is my order ORD-001?", customer="Alex")
+        assert first.result.status == "done"
+        assert reads == []
+        asked = await say(engine, "refund", "Refund ORD-001, it arrived broken.", customer="Alex")
+        assert asked.result.status == "awaiting_approval"
+        reads.clear()
+        with pytest.raises(DecisionPending):
+            await say(engine, "refund", "Hello?", customer="Alex")
+        assert reads == ["refund"]

@@ -459,3 +459,20 @@ def test_a_postgres_turn_lease_is_an_advisory_lock_that_ends_with_its_session(
         assert not one.claim_turn("l1", "first")
         two.release_turn("l1", "second")
         assert one.claim_turn("l1", "first")
+
+
+def test_a_postgres_lease_row_is_committed_without_waiting_for_the_disk(
+    postgres_cluster: Cluster, postgres_url: str, tmp_path: Path
+) -> None:
+    """The lease is the advisory lock; its row only names the holder, so its commits (two a
+    turn) do not wait for a flush. The stores' own sessions keep the server's durability."""
+    where = Backend("postgres", tmp_path, postgres_url).where()
+    with ThreadRegistry(where) as registry:
+        registry.ensure("l2", customer=None)
+        assert registry.claim_turn("l2", "first")
+        sessions = registry._leases._held  # type: ignore[attr-defined]
+        (lease_session,) = sessions.values()
+        assert lease_session.execute("SHOW synchronous_commit").fetchone()[0] == "off"
+        store_session = registry._conn.raw  # type: ignore[attr-defined]
+        assert store_session.execute("SHOW synchronous_commit").fetchone()[0] != "off"
+        registry.release_turn("l2", "first")

@@ -161,7 +161,16 @@ class AdvisoryLeases:
                 session = self._idle.pop()
                 if not session.closed:
                     return session
-        return self._database.raw_connection()
+        session = self._database.raw_connection()
+        # A lease's row only names who holds it (the advisory lock is the lease, and goes
+        # with its session): a crash that loses the row's last change loses nothing, so its
+        # commits need not wait for the disk (two flushes less a turn).
+        try:
+            session.execute("SET synchronous_commit = off")
+        except psycopg.Error as exc:
+            session.close()
+            self._failed(exc)
+        return session
 
     def _put_back(self, session: psycopg.Connection[Row]) -> None:
         with self._guard:
