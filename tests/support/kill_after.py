@@ -1,8 +1,9 @@
 """`shopbot`, killed (SIGKILL, as a power cut or the OOM killer would) right after its Nth
 audit event of a kind is stored: `python -m tests.support.kill_after KIND N ARGS...`.
 
-Stored means committed: by the audit writer's batch, by an engine's direct append, or, for
-`refund_processed`, by the ledger's transaction that writes the refund with its event.
+Stored means committed: by the audit writer's batch (its own, or the one transaction it makes
+with the thread registry's writes), by an engine's direct append, or, for `refund_processed`,
+by the ledger's transaction that writes the refund with its event.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from agents.audit.log import AuditLog
 from agents.store.shop import RefundOutcome, ShopData
+from agents.store.threads import ThreadRegistry
 
 
 def install(kind: str, nth: int) -> None:
@@ -44,6 +46,26 @@ def install(kind: str, nth: int) -> None:
             stored(["refund_processed"])
         return outcome
 
+    insert_rows, write_together = AuditLog.insert_rows, ThreadRegistry.write_together
+    # The kinds a registry transaction inserts, told once it has committed.
+    in_transaction: list[list[str]] = []
+
+    def insert_noted(self: AuditLog, conn: Any, rows: list[Any]) -> int:
+        done = insert_rows(self, conn, rows)
+        if in_transaction:
+            in_transaction[-1] += [str(row[3]) for row in rows]
+        return done
+
+    def together(self: ThreadRegistry, writes: Any, then: Any) -> None:
+        in_transaction.append([])
+        try:
+            write_together(self, writes, then)
+        finally:
+            kinds = in_transaction.pop()
+        stored(kinds)
+
+    AuditLog.insert_rows = insert_noted  # type: ignore[method-assign]
+    ThreadRegistry.write_together = together  # type: ignore[method-assign]
     AuditLog.append = append_one  # type: ignore[method-assign]
     AuditLog.append_many = append_several  # type: ignore[method-assign]
     ShopData.record_refund = record_refund  # type: ignore[method-assign]
