@@ -18,7 +18,9 @@ from agents.names import AGENTS
 from tests.serving.conftest import DANA_TOKEN, LEE_TOKEN
 from tests.support import langgraph_dev
 
-pytestmark = pytest.mark.serving
+# One worker runs them all (`--dist loadgroup`): each worker that ran one would start a
+# `langgraph dev` of its own for the session.
+pytestmark = [pytest.mark.serving, pytest.mark.xdist_group("langgraph-dev")]
 
 ALEX_REFUND = "I want a refund for ORD-001, the headphones broke after a week"
 SAM_REFUND = "Please refund ORD-005, the speaker stopped charging after two days"

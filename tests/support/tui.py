@@ -4,6 +4,7 @@ by the offline demo model, and ways to wait for the engine without sleeping."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from textual.content import Content
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Input
+from textual.worker import WorkerCancelled
 
 from agents.audit.log import AuditEvent
 from agents.backend.local import LocalBackend
@@ -117,7 +119,10 @@ def mistral_app(
 async def settle(pilot: Pilot[Any]) -> None:
     """Until no worker runs and every message they posted has been handled."""
     for _ in range(100):
-        await pilot.app.workers.wait_for_complete()
+        # An exclusive worker replaced by a newer one (the chat rereads what changed) is
+        # cancelled: the newer one is waited for on the next round.
+        with contextlib.suppress(WorkerCancelled):
+            await pilot.app.workers.wait_for_complete()
         await pilot.pause()
         if not any(worker.is_running for worker in pilot.app.workers):
             await pilot.pause()
