@@ -15,7 +15,7 @@ from shopbot_tui.cli.main import main
 from tests.serving.conftest import DANA_TOKEN
 from tests.support import langgraph_dev
 
-pytestmark = pytest.mark.serving
+pytestmark = [pytest.mark.serving, pytest.mark.xdist_group("langgraph-dev-fronts")]
 
 COMPLAINT = (
     "This is outrageous! My keyboard ORD-006 arrived broken and nobody answers, I am furious"

@@ -21,7 +21,7 @@ from tests.serving.conftest import DANA_TOKEN, LEE_TOKEN
 from tests.support import langgraph_dev
 from tests.support.tcp_proxy import Relay
 
-pytestmark = pytest.mark.serving
+pytestmark = [pytest.mark.serving, pytest.mark.xdist_group("langgraph-dev-fronts")]
 
 REFUND = "I want a refund for ORD-001, the headphones broke after a week"
 

@@ -32,7 +32,7 @@ from tests.support.tui import (
     wait_until,
 )
 
-pytestmark = pytest.mark.serving
+pytestmark = [pytest.mark.serving, pytest.mark.xdist_group("langgraph-dev-fronts")]
 
 
 def app_on(served: langgraph_dev.Served, home: Path, customer: str) -> RecordingApp:
