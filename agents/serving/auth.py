@@ -31,7 +31,7 @@ from agents.graph.context import ShopContext
 from agents.graph.services import REVIEWER_KEY, SERVICES_KEY, opened, process_services
 from agents.graph.specialists.spec import RECURSION_LIMIT
 from agents.graph.turn_start import other_customer_text
-from agents.reviewer import Reviewer, login_name
+from agents.reviewer import UNKNOWN, Reviewer, login_name
 from agents.safety.redaction import register_secret
 
 log = logging.getLogger("shopbot.serving")
@@ -166,7 +166,8 @@ async def admit_run(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -
                 )
     except admission.RunRefused as exc:
         if kwargs.get("command") is not None and thread_id:
-            await _audit_refused(thread_id, kwargs["command"], str(exc), ctx.user.identity)
+            who = getattr(getattr(ctx, "user", None), "identity", None)
+            await _audit_refused(thread_id, kwargs["command"], str(exc), str(who or UNKNOWN))
         raise Auth.exceptions.HTTPException(status_code=exc.status, detail=str(exc)) from None
     if admitted.message is not None:
         # A pasted key never reaches the checkpoint, the model or the transcript.

@@ -12,6 +12,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from agents.audit import writer as audit_writer
 from agents.reviewer import login_name
 from agents.store import escalations as escalation_queue
 from shopbot_tui.chat.approval_screen import ApprovalScreen
@@ -39,7 +40,10 @@ def reviewer_named_pat(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def escalated_at_half_past_nine(monkeypatch: pytest.MonkeyPatch) -> None:
     """The side panel says since when a conversation is escalated: the same time every run."""
-    monkeypatch.setattr(escalation_queue, "utc_timestamp", lambda: "2026-11-30T09:30:00.000Z")
+    half_past_nine = "2026-11-30T09:30:00.000Z"
+    monkeypatch.setattr(escalation_queue, "utc_timestamp", lambda: half_past_nine)
+    # (What the audit writer stores for the registry is stamped when it is said.)
+    monkeypatch.setattr(audit_writer, "utc_timestamp", lambda: half_past_nine)
 
 
 async def steady(pilot: Pilot[Any]) -> None:
