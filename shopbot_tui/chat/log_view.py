@@ -92,7 +92,9 @@ class ThreadView:
     def show_moment(self, ts: str) -> None:
         """Scroll to what was said up to `ts` (an audit event's time), marked, with what
         follows below it: the event's conversation opened there, not at its end."""
-        before = [widget for said, widget in self._said_at if said <= ts]
+        # Strictly before: a line stamped in the event's own millisecond is what the event
+        # led to (a turn's lines are stamped as they are said, after its audit events).
+        before = [widget for said, widget in self._said_at if said < ts]
         target = before[-1] if before else next((w for _, w in self._said_at), None)
         if target is None:
             return
