@@ -182,14 +182,22 @@ class ShopBotApp(App[int]):
             problem = await backend.describe_failure(exc)
             self.post_message(EngineFailed(problem))
         else:
+            # For every backend, not in the local one's import thread only: the first token
+            # of the first reply would otherwise import and build the renderer on the event
+            # loop (a 30-50 ms frame).
+            self._warm_up_markdown()
             self.post_message(EngineReady())
+
+    @work(thread=True, exit_on_error=False, group="markdown")
+    def _warm_up_markdown(self) -> None:
+        """Off the event loop: a head start for the first reply."""
+        _warm_markdown()
 
     def _default_backend(self) -> Backend:
         return LocalBackend(
             self.settings,
             via="app",
             offline_token_delay=OFFLINE_TOKEN_DELAY,
-            before_start=_warm_markdown,
         )
 
     @on(EngineReady)
@@ -249,7 +257,7 @@ class ShopBotApp(App[int]):
 
 
 def _warm_markdown() -> None:
-    """In the engine's import thread: a head start for the first reply."""
+    """Import and exercise the Markdown renderer; a failure is only logged."""
     try:
         prepare_markdown()
     except Exception:
