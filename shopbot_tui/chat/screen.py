@@ -20,7 +20,7 @@ from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, LoadingIndicator
+from textual.widgets import Header, Input, LoadingIndicator
 from textual.worker import Worker, WorkerState
 
 from agents.backend import OFFLINE_MODEL_LABEL, Settings, visible
@@ -54,6 +54,7 @@ from shopbot_tui.chat.turn_reports import TurnReports
 from shopbot_tui.chat.turn_workers import TurnWorkers
 from shopbot_tui.toasts import hide_covered_toasts
 from shopbot_tui.widgets.conversation import ChatLog, SystemNote
+from shopbot_tui.widgets.keys_footer import KeysFooter
 from shopbot_tui.widgets.message_box import MessageBox
 from shopbot_tui.widgets.side_panel import ENGINE_NOT_RUNNING, SidePanel
 from shopbot_tui.widgets.status_line import StatusLine
@@ -157,7 +158,7 @@ class ChatScreen(Screen[None]):
                 )
                 yield MessageBox(placeholder="Message ShopBot, Enter to send", id="message")
             yield SidePanel(model_label=self.settings.model_label, offline=self.settings.offline)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         for name in KEYS_FOLLOW:

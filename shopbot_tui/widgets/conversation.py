@@ -274,8 +274,11 @@ class AssistantReply(KeepsPaintedLines):
         before = self._lines
         self._markdown.append(text)
         self._lines_key = None
-        width = self.content_size.width
-        if not width or self._held_height is None:
+        # The width laid out (`laid_out`), not `content_size`: before its first layout that
+        # asks the compositor to lay out the whole screen to find the widget (13-30 ms on
+        # the first token of a reply).
+        width = self._held_width
+        if width <= 0 or self._held_height is None:
             self.refresh(layout=True)  # not laid out yet
             return
         lines = self._repaint_changes(before, width)

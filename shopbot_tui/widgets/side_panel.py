@@ -103,7 +103,13 @@ class AgentCard(Static):
 
 class SidePanel(VerticalScroll):
     """Agents, the active agent's step, this turn's gate results, and the conversation: model,
-    id and customer."""
+    id and customer.
+
+    Its lines are mounted in the frame after the first one (as Textual's `Lazy` mounts, which
+    would hide the panel until then: the chat would be laid out wide, then narrow): a third
+    of the first frame's work was styling, laying out and drawing them, before the screen
+    said "Loading". What the screen shows meanwhile is kept and drawn once they are there.
+    """
 
     can_focus = False
 
@@ -123,6 +129,10 @@ class SidePanel(VerticalScroll):
         self.step = "idle"
         # `(gate, ok, detail)` of the gates shown under "Checks this turn".
         self.gates: list[tuple[str, bool, str]] = []
+        self._waiting = 0
+        self._escalations: tuple[Escalation | None, int] = (None, 0)
+        self._session: tuple[str, str | None] | None = None
+        self.filled = False  # its lines are mounted
 
     def notify_style_update(self) -> None:
         # (Textual's hook after the CSS is applied to the panel: its classes or its screen's.)
@@ -131,7 +141,7 @@ class SidePanel(VerticalScroll):
             self._shown = self.display
             self.post_message(self.Shown(self.display))
 
-    def compose(self) -> ComposeResult:
+    def _lines(self) -> ComposeResult:
         yield Static(id="waiting")
         yield Static(id="escalated")
         yield Static(
@@ -150,20 +160,38 @@ class SidePanel(VerticalScroll):
         yield Static(id="customer")
 
     def on_mount(self) -> None:
+        self.call_after_refresh(self._fill)
+
+    async def _fill(self) -> None:
+        await self.mount_all(self._lines())
+        self.filled = True
         self.show_model(self._model_label, offline=self._offline)
-        self.show_agent(self.agent, "idle")
+        self.show_agent(self.agent)
+        # (What was composed shows no gates, nothing waiting, nothing escalated.)
+        if self.gates:
+            self.show_gates(self.gates)
+        if self._waiting:
+            self.show_waiting(self._waiting)
+        if self._escalations != (None, 0):
+            self.show_escalations(self._escalations[0], others=self._escalations[1])
+        if self._session is not None:
+            self.show_session(*self._session)
 
     def show_agent(self, agent: str, step: str | None = None) -> None:
         """Highlight `agent`; `step` is already worded by `step_text`."""
         self.agent = agent
         if step is not None:
             self.step = step
+        if not self.filled:
+            return
         for card in self.query(AgentCard):
             card.show(active=card.agent == agent, step=self.step)
 
     def show_gates(self, results: list[tuple[str, bool, str]]) -> None:
         """`(gate, ok, detail)` of the gates that ran this turn, in order."""
         self.gates = list(results)
+        if not self.filled:
+            return
         if not results:
             self.query_one("#gates", Static).update(Content("none yet"))
             return
@@ -184,6 +212,8 @@ class SidePanel(VerticalScroll):
 
     def show_model(self, label: str, *, offline: bool) -> None:
         self._model_label, self._offline = label, offline
+        if not self.filled:
+            return
         if offline:
             # The badge's first column is its padding: it starts one column early, so its
             # words line up with the thread id's and the customer's.
@@ -200,6 +230,9 @@ class SidePanel(VerticalScroll):
 
     def show_waiting(self, count: int) -> None:
         """`count` other conversations wait for a decision (none: the line goes)."""
+        self._waiting = count
+        if not self.filled:
+            return
         waiting = self.query_one("#waiting", Static)
         waiting.display = count > 0
         if count:
@@ -217,6 +250,9 @@ class SidePanel(VerticalScroll):
     def show_escalations(self, here: Escalation | None, *, others: int) -> None:
         """The open conversation's escalation, if a person has not handled it yet, and how
         many other conversations are escalated (nothing of either: the line goes)."""
+        self._escalations = (here, others)
+        if not self.filled:
+            return
         line = self.query_one("#escalated", Static)
         line.display = here is not None or others > 0
         parts: list[Content] = []
@@ -243,6 +279,9 @@ class SidePanel(VerticalScroll):
         line.update(Content("\n").join(parts))
 
     def show_session(self, thread_id: str, customer: str | None) -> None:
+        self._session = (thread_id, customer)
+        if not self.filled:
+            return
         self.query_one("#thread", Static).update(
             Content.assemble((_label("ID"), "dim"), (visible(thread_id), "bold"))
         )

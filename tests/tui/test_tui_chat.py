@@ -544,7 +544,7 @@ async def test_a_message_taken_back_while_the_engine_loads_is_not_sent(tmp_path:
         assert app.chat.message_input.value == "Where is ORD-005?"
 
 
-def test_the_app_module_does_not_import_langchain() -> None:
+def test_the_app_module_does_not_import_langchain_or_the_markdown_renderer() -> None:
     code = (
         "import sys, shopbot_tui.launch, shopbot_tui.cli.main, shopbot_tui.app\n"
         "heavy = [m for m in sys.modules if m.split('.')[0] in "
@@ -552,6 +552,10 @@ def test_the_app_module_does_not_import_langchain() -> None:
         "heavy += [m for m in sys.modules if m == 'agents.runner.engine']\n"
         # Their dataclasses take 20-40 ms to create: loaded with the engine, after the frame.
         "heavy += [m for m in sys.modules if m in ('agents.events', 'agents.audit.log')]\n"
+        # The Markdown renderer (markdown-it, Pygments, Textual's Markdown widget: ~70 ms) is
+        # for replies and the keys panel, both after the first frame.
+        "heavy += [m for m in sys.modules if m.split('.')[0] in ('markdown_it', 'pygments')]\n"
+        "heavy += [m for m in sys.modules if m in ('textual.widgets._markdown', 'rich.markdown')]\n"
         "print(heavy)"
     )
     out = subprocess.run(
