@@ -51,15 +51,11 @@ class LocalBackend:
         via: str,
         engine_factory: EngineFactory | None = None,
         offline_token_delay: float = 0.0,
-        before_start: Callable[[], object] | None = None,
     ) -> None:
-        """`before_start`: more to do in the import thread as the engine loads (the app warms
-        its Markdown renderer there)."""
         self.settings = settings
         self._reviewer = Reviewer.here(via)
         self._engine_factory = engine_factory
         self._offline_token_delay = offline_token_delay
-        self._before_start = before_start
         self.engine: ShopBotEngine | None = None
         # Before the engine starts (or without it): the registry opened on first use.
         self._registry: ThreadRegistry | None = None
@@ -85,7 +81,7 @@ class LocalBackend:
         return new_thread_id()
 
     async def start(self) -> None:
-        engine_class = await asyncio.to_thread(self._load)
+        engine_class = await asyncio.to_thread(load_engine)
         if self._engine_factory is not None:
             engine = self._engine_factory()
         else:
@@ -95,12 +91,6 @@ class LocalBackend:
             )
         await engine.start()
         self.engine = engine
-
-    def _load(self) -> type[ShopBotEngine]:
-        engine_class = load_engine()
-        if self._before_start is not None:
-            self._before_start()
-        return engine_class
 
     async def close(self) -> None:
         # Off the event loop: closing may flush to disk (a query still running on one of
