@@ -6,6 +6,7 @@ the backend starts its engine in a worker once the first screen is on the termin
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -181,16 +182,12 @@ class ShopBotApp(App[int]):
             problem = await backend.describe_failure(exc)
             self.post_message(EngineFailed(problem))
         else:
-            # For every backend, not in the local one's import thread only: the first token
-            # of the first reply would otherwise import and build the renderer on the event
-            # loop (a 30-50 ms frame).
-            self._warm_up_markdown()
+            # For every backend, and before the first message can be sent: the first token of
+            # the first reply would otherwise import and build the renderer on the event loop
+            # (a 30-50 ms frame), or wait there for the import lock of a warm-up still going
+            # (an 89 ms frame as the first reply began).
+            await asyncio.to_thread(_warm_markdown)
             self.post_message(EngineReady())
-
-    @work(thread=True, exit_on_error=False, group="markdown")
-    def _warm_up_markdown(self) -> None:
-        """Off the event loop: a head start for the first reply."""
-        _warm_markdown()
 
     def _default_backend(self) -> Backend:
         return open_backend(
