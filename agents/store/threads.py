@@ -336,6 +336,30 @@ class ThreadRegistry(TurnLeases, EscalationQueue):
         thread_id, role, text, agent = args
         return [self._add_line(conn, thread_id, role, text, agent, now)]
 
+    def _touch_for_line(
+        self,
+        conn: Connection,
+        thread_id: str,
+        role: Role,
+        text: str,
+        ts: str,
+        opening: bool,
+    ) -> tuple[str, Cursor]:
+        """The line's text as stored, and the UPDATE that touches its thread for it (titled
+        by its first customer line; with `opening`, its turn counted and its status
+        "answering"), whose rowcount says whether the thread exists."""
+        # Every source redacts what it says; this catches one that forgot (as the audit log).
+        text = redact(storable_text(text))
+        title = make_title(text) if role == "customer" else None
+        turn = ", status = 'answering', turns = turns + 1" if opening else ""
+        touched = conn.execute(
+            f"UPDATE threads SET {self._touch}{turn},"  # noqa: S608 - constant text
+            " title = CASE WHEN title = '' THEN coalesce(?, '') ELSE title END"
+            " WHERE thread_id = ?",
+            (ts, title, thread_id),
+        )
+        return text, touched
+
     def _add_line(
         self,
         conn: Connection,
@@ -348,15 +372,7 @@ class ThreadRegistry(TurnLeases, EscalationQueue):
     ) -> tuple[Cursor, str]:
         """`_append` without reading the line's id back (nor, yet, whether the thread was
         there: the caller reads the UPDATE's rowcount before it commits)."""
-        text = redact(storable_text(text))
-        title = make_title(text) if role == "customer" else None
-        turn = ", status = 'answering', turns = turns + 1" if opening else ""
-        touched = conn.execute(
-            f"UPDATE threads SET {self._touch}{turn},"  # noqa: S608 - constant text
-            " title = CASE WHEN title = '' THEN coalesce(?, '') ELSE title END"
-            " WHERE thread_id = ?",
-            (ts, title, thread_id),
-        )
+        text, touched = self._touch_for_line(conn, thread_id, role, text, ts, opening)
         # Only into a thread that exists (in SQLite nothing else would refuse it).
         conn.execute(
             "INSERT INTO lines (thread_id, ts, role, text, agent)"
@@ -449,17 +465,8 @@ class ThreadRegistry(TurnLeases, EscalationQueue):
     ) -> ChatLine:
         """The line added (and the thread touched; with `opening`, its turn counted and its
         status "answering", in the same statement)."""
-        # Every source redacts what it says; this catches one that forgot (as the audit log).
-        text = redact(storable_text(text))
-        title = make_title(text) if role == "customer" else None
-        turn = ", status = 'answering', turns = turns + 1" if opening else ""
-        changed = conn.execute(
-            f"UPDATE threads SET {self._touch}{turn},"  # noqa: S608 - constant text
-            " title = CASE WHEN title = '' THEN coalesce(?, '') ELSE title END"
-            " WHERE thread_id = ?",
-            (ts, title, thread_id),
-        ).rowcount
-        if not changed:
+        text, touched = self._touch_for_line(conn, thread_id, role, text, ts, opening)
+        if not touched.rowcount:
             raise ValueError(f"Unknown thread {thread_id!r}: start it first.")
         line_id = self._dialect.inserted_id(
             conn,
