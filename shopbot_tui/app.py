@@ -33,6 +33,7 @@ from shopbot_tui.chat.screen import ChatScreen
 from shopbot_tui.collector import resume_after_start_up, resume_collecting
 from shopbot_tui.palette import ShopBotCommands
 from shopbot_tui.preferences import Preferences, PreferencesFile, PreferencesUnreadable
+from shopbot_tui.textual_private import mend_styles_cache_leak
 from shopbot_tui.widgets.conversation import prepare_markdown
 
 log = logging.getLogger("shopbot.tui")
@@ -86,6 +87,7 @@ class ShopBotApp(App[int]):
         backend_factory: BackendFactory | None = None,
     ) -> None:
         super().__init__()
+        mend_styles_cache_leak()
         self.settings = settings
         self._exit_code = 0
         thread_id, customer = checked_start(thread_id, customer)

@@ -8,20 +8,28 @@ checked here first (tests/tui exercise each one).
   removes it with the same private call.
 - The paste-aware input driver (terminal_input.py) parses the terminal's bytes with
   Textual's own xterm parser (`XTermParser`, `ParseError`, `loop_last`).
+- Painted lines of widgets long gone are let go (`mend_styles_cache_leak`): 8.2 keeps up to
+  1,024 of them alive by a cache on the wrong kind of method.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from textual._loop import loop_last
 from textual._parser import ParseError
+from textual._styles_cache import StylesCache
 from textual._xterm_parser import XTermParser
 from textual.widget import Widget
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from textual.app import App
+    from textual.color import Color
     from textual.geometry import Size
+    from textual.style import Style
 
 
 class KeepsPaintedLines(Widget):
@@ -62,10 +70,32 @@ def withdraw_notifications(app: App[Any], title: str) -> None:
         app._refresh_notifications()
 
 
+def mend_styles_cache_leak() -> None:
+    """Let the painted lines of removed widgets go (Textualize/textual#6665).
+
+    `StylesCache.get_inner_outer` is an `lru_cache` on an instance method that was meant to
+    be a class method: each of its 1,024 keys holds a widget's `StylesCache`, and with it every
+    line that widget last painted. In ShopBot that was some 12,000 objects per chat screen
+    left behind, which every full garbage collection then walked (a stall while a reply
+    streams). The mended cache is keyed by the two colours alone and runs Textual's own body.
+    Nothing changes where Textual has fixed it (the method is then no bare `lru_cache`)."""
+    cached = StylesCache.__dict__.get("get_inner_outer")
+    body: Callable[..., tuple[Style, Style]] | None = getattr(cached, "__wrapped__", None)
+    if body is None or isinstance(cached, (classmethod, staticmethod)):
+        return
+
+    @lru_cache(1024)
+    def inner_outer(base_background: Color, background: Color) -> tuple[Style, Style]:
+        return body(StylesCache, base_background, background)
+
+    StylesCache.get_inner_outer = staticmethod(inner_outer)  # type: ignore[assignment,method-assign]
+
+
 __all__ = [
     "KeepsPaintedLines",
     "ParseError",
     "XTermParser",
     "loop_last",
+    "mend_styles_cache_leak",
     "withdraw_notifications",
 ]

@@ -6,7 +6,7 @@ import pytest
 
 from agents.safety import redaction
 
-pytest_plugins = ["tests.support.fixtures", "tests.support.backends"]
+pytest_plugins = ["tests.support.fixtures", "tests.support.backends", "tests.support.collector"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -4,7 +4,6 @@ engine, or once it is clear there will be none: never left paused in a running a
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,16 +14,6 @@ from shopbot_tui.cli import main as cli
 from shopbot_tui.collector import pause_for_start_up
 from tests.cli.conftest import home  # noqa: F401  (the fixture: SHOPBOT_HOME in tmp_path)
 from tests.support.tui import make_app, settle, wait_until
-
-
-@pytest.fixture
-def collector() -> Iterator[None]:
-    """Whatever a test does to the collector is undone for the tests after it."""
-    thresholds = gc.get_threshold()
-    yield
-    gc.enable()
-    gc.unfreeze()
-    gc.set_threshold(*thresholds)
 
 
 def test_the_command_pauses_collections_before_anything_else_loads(

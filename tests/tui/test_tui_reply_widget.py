@@ -399,18 +399,17 @@ class Marker:
     pass
 
 
-def test_long_lived_objects_are_set_aside_once_and_full_collections_stay_rare() -> None:
+def test_long_lived_objects_are_set_aside_once_and_full_collections_stay_rare(
+    collector: None,
+) -> None:
     before = gc.get_threshold()
     marker = Marker()  # a tracked object alive right now
-    try:
-        set_aside_long_lived()
-        set_aside_long_lived()  # a second app in the process: no runaway threshold
-        assert gc.get_freeze_count() > 0
-        assert marker not in gc.get_objects()  # out of the collector's sight
-        assert gc.get_threshold() == (before[0], before[1], max(before[2], FULL_COLLECTION_EVERY))
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*before)
+    assert gc.get_freeze_count() == 0 and marker in gc.get_objects()
+    set_aside_long_lived()
+    set_aside_long_lived()  # a second app in the process: no runaway threshold
+    assert gc.get_freeze_count() > 0
+    assert marker not in gc.get_objects()  # out of the collector's sight
+    assert gc.get_threshold() == (before[0], before[1], max(before[2], FULL_COLLECTION_EVERY))
 
 
 @pytest.mark.parametrize(("preset", "expected"), [(None, "120"), ("30", "30")])
