@@ -28,7 +28,7 @@ from agents.runner.engine import ShopBotEngine
 from agents.settings import Settings
 from agents.store.shop import ShopData
 from shopbot_tui.audit.screen import AuditViewerScreen
-from shopbot_tui.chat import thread_opening
+from shopbot_tui.chat import decisions_waiting, thread_opening
 from shopbot_tui.chat.approval_flow import ANSWERING_ELSEWHERE
 from shopbot_tui.chat.approval_screen import ApprovalScreen
 from shopbot_tui.chat.notices import (
@@ -111,8 +111,11 @@ async def reopen_from_the_list(pilot: Pilot[None]) -> None:
 
 
 async def test_a_refund_approved_by_shopbot_resume_is_not_decided_again_in_the_app(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The decision sent here is what is refused: the app's periodic look, which closes the
+    # dialog by itself once it sees the decision taken (test_tui_approval.py), waits.
+    monkeypatch.setattr(decisions_waiting, "LOOK_EVERY_SECONDS", 3600.0)
     app = make_app(tmp_path, customer="Sam")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
