@@ -17,6 +17,7 @@ from tests.support.postgres_cluster import server_binaries
 WITHOUT_POSTGRES = ",".join(name for name in SECTION_NAMES if name != "postgres")
 
 
+@pytest.mark.benchmarks
 def test_quick_benchmark_produces_every_row(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
