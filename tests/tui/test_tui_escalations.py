@@ -184,8 +184,11 @@ async def test_other_escalated_conversations_are_counted_and_marked_in_the_list(
 
 
 async def test_an_escalation_handled_in_another_window_is_not_closed_twice(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # ctrl+g is pressed before the app reads the registry again: its periodic look waits (on
+    # a loaded machine it could come first, and the key would be gone from the footer).
+    monkeypatch.setattr(decisions_waiting, "LOOK_EVERY_SECONDS", 3600.0)
     app = make_app(tmp_path, thread_id="t-big", customer="Alex")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
