@@ -217,13 +217,15 @@ def test_a_stop_before_the_home_is_checked_makes_no_database(
 
 
 def test_a_legacy_file_an_older_shopbot_still_has_open_loses_none_of_its_writes(
-    legacy_home: Path, capsys: pytest.CaptureFixture[str]
+    legacy_home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An older ShopBot window left open over the upgrade keeps its connections to the four
     files: the move renamed them under it, and what it wrote after (a refund a person
     approved there) went to `shop.sqlite.migrated`, unseen by the database: that order could
     be refunded a second time. Either the move waits for it to close (refused by name) or
     nothing it wrote is lost."""
+    # How long the move waits for the file to be let go: not the 10 s it waits for a person.
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 300)
     older = sqlite3.connect(legacy_home / "shop.sqlite", isolation_level=None)
     try:
         older.execute("SELECT count(*) FROM refunds").fetchone()  # (its connection is open)

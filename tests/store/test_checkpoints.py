@@ -168,19 +168,19 @@ async def test_a_pruning_that_fails_on_a_lock_ends_no_turn_and_leaves_no_transac
     async with open_engine(tmp_path) as engine:
         await chat(engine, "busy", PRUNE_EVERY - 1)
         # Another process takes the write lock as the pruning starts, and holds it past the
-        # pruning's patience.
+        # pruning's patience (then lets go: the rest of the turn writes as usual).
         other = sqlite3.connect(tmp_path / "shopbot.sqlite", isolation_level=None)
         prune = engine._saver.aprune
 
         async def lock_first(thread_ids: list[str], *, strategy: str = "keep_latest") -> None:
             other.execute("BEGIN IMMEDIATE")
-            await prune(thread_ids, strategy=strategy)
+            try:
+                await prune(thread_ids, strategy=strategy)
+            finally:
+                other.execute("ROLLBACK")
 
         monkeypatch.setattr(engine._saver, "aprune", lock_first)
-        try:
-            await chat(engine, "busy", 1)  # the tenth turn tries, fails, and is done
-        finally:
-            other.execute("ROLLBACK")
+        await chat(engine, "busy", 1)  # the tenth turn tries, fails, and is done
         monkeypatch.undo()
         assert "pruning the checkpoints of busy failed" in caplog.text
         assert not engine._saver.conn.in_transaction
