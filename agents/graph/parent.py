@@ -77,20 +77,13 @@ def active_agent(state: ShopState) -> str:
     return agent if agent in AGENTS else DEFAULT_AGENT
 
 
-# The routers are coroutines though they only read the state: LangGraph hands a plain
-# function to a worker thread, a hop that costs more than the routing itself.
-
-
-async def route_turn(state: ShopState) -> str:
-    """A new message starts a turn; while a question waits for a person, it is refused
-    (decisions.py)."""
-    return DECISION_WAITS if state.get("awaiting") else BEGIN_TURN
-
-
 async def begin(state: ShopState, runtime: Runtime[ShopContext]) -> Command[str]:
-    """`begin_turn`, which says where the turn goes from there itself: a router after it cost
-    a copy of every channel of the state, which LangGraph makes to show a router the node's
-    writes."""
+    """Where a new message goes: while a question waits for a person, it is refused
+    (decisions.py); else the turn begins (`begin_turn`). Said here (a `Command`), not by
+    routers before and after: a router cost a copy of every channel of the state, which
+    LangGraph makes to show it the writes before it."""
+    if state.get("awaiting"):
+        return Command(goto=DECISION_WAITS)
     update = await begin_turn(state, runtime)
     return Command(goto=begun_to(state, update), update=update)
 
@@ -116,7 +109,7 @@ async def end_turn(state: ShopState) -> dict[str, Any]:
 
 def build_graph(model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any] | None) -> Any:
     graph = StateGraph(ShopState, context_schema=ShopContext)
-    graph.add_node(BEGIN_TURN, begin, destinations=("summarise", *AGENTS, END))
+    graph.add_node(BEGIN_TURN, begin, destinations=(DECISION_WAITS, "summarise", *AGENTS, END))
     graph.add_node("summarise", make_summarise(model), destinations=(*AGENTS, END))
     for spec in SPECIALISTS:
         others = tuple(agent for agent in AGENTS if agent != spec.name)
@@ -128,7 +121,7 @@ def build_graph(model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any] | N
     graph.add_node(AWAIT_DECISION, await_decision, destinations=(AWAIT_DECISION, *AGENTS, END))
     graph.add_node(DECISION_WAITS, decision_waits, destinations=(AWAIT_DECISION,))
     graph.add_node("end_turn", end_turn)
-    graph.add_conditional_edges(START, route_turn, [BEGIN_TURN, DECISION_WAITS])
+    graph.add_edge(START, BEGIN_TURN)
     graph.add_edge(ASK_DECISION, AWAIT_DECISION)
     graph.add_edge("end_turn", END)
     # The hard brake behind the soft ones, part of the graph: it holds under any runtime.
