@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, RemoveMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -77,20 +77,26 @@ def active_agent(state: ShopState) -> str:
     return agent if agent in AGENTS else DEFAULT_AGENT
 
 
-# The routers are coroutines though they only read the state: LangGraph hands a plain
-# function to a worker thread, a hop that costs more than the routing itself.
+async def begin(state: ShopState, runtime: Runtime[ShopContext]) -> Command[str]:
+    """Where a new message goes: while a question waits for a person, it is refused
+    (decisions.py); else the turn begins (`begin_turn`). Said here (a `Command`), not by
+    routers before and after: a router cost a copy of every channel of the state, which
+    LangGraph makes to show it the writes before it."""
+    if state.get("awaiting"):
+        return Command(goto=DECISION_WAITS)
+    update = await begin_turn(state, runtime)
+    return Command(goto=begun_to(state, update), update=update)
 
 
-async def route_turn(state: ShopState) -> str:
-    """A new message starts a turn; while a question waits for a person, it is refused
-    (decisions.py)."""
-    return DECISION_WAITS if state.get("awaiting") else BEGIN_TURN
-
-
-async def route_begun(state: ShopState) -> str:
+def begun_to(state: ShopState, update: dict[str, Any]) -> str:
     """To the active specialist, after a summary if the history is long; nowhere when the
-    turn has no customer message left to answer (begin_turn refused it)."""
+    turn has no customer message left to answer (begin_turn refused it). Read from the
+    messages as `update` leaves them: a refused message removed (a cleaned one replaces the
+    customer's in its place, the same kind of message)."""
     messages = state["messages"]
+    removed = {m.id for m in update.get("messages", ()) if isinstance(m, RemoveMessage)}
+    if removed:
+        messages = [m for m in messages if m.id not in removed]
     if not messages or not isinstance(messages[-1], HumanMessage):
         return END
     return "summarise" if summary_cut(messages) else active_agent(state)
@@ -103,7 +109,7 @@ async def end_turn(state: ShopState) -> dict[str, Any]:
 
 def build_graph(model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any] | None) -> Any:
     graph = StateGraph(ShopState, context_schema=ShopContext)
-    graph.add_node(BEGIN_TURN, begin_turn)
+    graph.add_node(BEGIN_TURN, begin, destinations=(DECISION_WAITS, "summarise", *AGENTS, END))
     graph.add_node("summarise", make_summarise(model), destinations=(*AGENTS, END))
     for spec in SPECIALISTS:
         others = tuple(agent for agent in AGENTS if agent != spec.name)
@@ -115,8 +121,7 @@ def build_graph(model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any] | N
     graph.add_node(AWAIT_DECISION, await_decision, destinations=(AWAIT_DECISION, *AGENTS, END))
     graph.add_node(DECISION_WAITS, decision_waits, destinations=(AWAIT_DECISION,))
     graph.add_node("end_turn", end_turn)
-    graph.add_conditional_edges(START, route_turn, [BEGIN_TURN, DECISION_WAITS])
-    graph.add_conditional_edges(BEGIN_TURN, route_begun, ["summarise", *AGENTS, END])
+    graph.add_edge(START, BEGIN_TURN)
     graph.add_edge(ASK_DECISION, AWAIT_DECISION)
     graph.add_edge("end_turn", END)
     # The hard brake behind the soft ones, part of the graph: it holds under any runtime.

@@ -7,6 +7,7 @@ LangChain's `ModelRetryMiddleware` honours a `Retry-After` header, so this small
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -25,7 +26,7 @@ from agents.events import Retrying
 from agents.graph.context import RetryBudget, ShopContext
 from agents.graph.reporting import report
 from agents.graph.services import turn
-from agents.models.streaming import TextSink
+from agents.models.streaming import TextSink, TickBatch
 from agents.safety.redaction import StreamRedactor, redact
 
 RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -186,15 +187,26 @@ async def _stream_reply(
     # redactor per attempt: the word a failed attempt left unfinished is not shown.
     shield = StreamRedactor()
 
-    def show(piece: str) -> None:
-        if safe := shield.feed(piece):
+    def show(text: str) -> None:
+        if safe := shield.feed(text):
             on_text(safe)
 
-    sink = TextSink(show)
+    # What arrives in one turn of the event loop is shown as one piece (see streaming.py).
+    batch = TickBatch(show)
+    sink = TextSink(batch.add)
     # Added to the node's callbacks (`ensure_config` reads them), not in their place: the
     # call stays a child of the graph's run, seen by whatever the graph is traced with.
     with_sink = merge_configs(ensure_config(), {"callbacks": [sink]})
-    reply: BaseMessage = await model.ainvoke(messages, with_sink)
+    try:
+        reply: BaseMessage = await model.ainvoke(messages, with_sink)
+    except Exception:
+        # What arrived before the failure is shown, as it came (a retry is said after it).
+        with contextlib.suppress(Exception):
+            batch.flush()
+        raise
+    finally:
+        batch.cancel()  # (a cancelled call shows nothing more)
+    batch.flush()
     if rest := shield.flush():
         on_text(rest)
     if not sink.delivered and (text := reply.text):

@@ -78,6 +78,8 @@ async def test_mistral_reply_streams_piece_by_piece_through_the_sink(
 ) -> None:
     answer = "Your parcel left the warehouse this morning and arrives on Thursday."
     fake_mistral.script(text(answer))
+    # Chunks apart in time, as a provider sends them (at once, they would go on as one).
+    fake_mistral.stream_chunk_delay = 0.005
     pieces: list[str] = []
 
     reply = await _stream_reply(
@@ -135,11 +137,13 @@ async def test_without_a_sink_the_mistral_model_does_not_stream(
 
 
 class WatchedModel(ScriptedChatModel):
-    """Checks, before each piece, that every earlier piece already reached the sink."""
+    """Waits for the next turn of the event loop before each piece, as a provider's stream
+    waits for the network, and checks that every earlier piece already reached the sink."""
 
     seen: Callable[[], int]
 
     async def _pace(self, index: int) -> None:
+        await asyncio.sleep(0)
         assert self.seen() == index, "a piece was held back until the end of the stream"
 
 
@@ -152,6 +156,31 @@ async def test_pieces_reach_the_sink_while_the_model_still_streams() -> None:
 
     assert len(pieces) == 10
     assert reply.content == "one two three four five six seven eight nine ten"
+
+
+async def test_the_pieces_of_one_turn_of_the_event_loop_go_on_as_one_text() -> None:
+    pieces: list[str] = []
+    # The scripted model streams word by word without waiting: one turn of the loop.
+    model = ScriptedChatModel()
+    model.script(AIMessage(content="one two three four five six seven eight nine ten"))
+
+    reply = await _stream_reply(model, [HumanMessage("count")], pieces.append)
+
+    # (The last word waits for the reply's end: the redactor shows no word before it ends.)
+    assert pieces == ["one two three four five six seven eight nine ", "ten"]
+    assert reply.content == "".join(pieces)
+
+
+async def test_a_tick_batch_raises_what_its_receiver_raised_in_the_callers_task() -> None:
+    def refuse(_text: str) -> None:
+        raise RuntimeError("the stream is closed")
+
+    batch = reply_streaming.TickBatch(refuse)
+    batch.add("a")
+    await asyncio.sleep(0)  # handed on at the end of that turn of the loop, and refused
+
+    with pytest.raises(RuntimeError, match="the stream is closed"):
+        batch.add("b")
 
 
 class CountedIdsModel(ScriptedChatModel):
@@ -296,7 +325,9 @@ async def test_the_model_the_app_builds_streams_through_the_sink(
     """Whichever model `make_model` picks, a reply reaches the sink piece by piece: a model
     that lost its streaming would hand over its whole text once, at the end."""
     fake_mistral.script(text("Hello! How can I help you with your order today?"))
-    model = make_model(Settings(home=tmp_path, api_key=api_key))
+    # Pieces apart in time, as a provider sends them (at once, they would go on as one).
+    fake_mistral.stream_chunk_delay = 0.002
+    model = make_model(Settings(home=tmp_path, api_key=api_key), offline_token_delay=0.002)
     pieces: list[str] = []
 
     reply = await _stream_reply(model, [HumanMessage("Hello")], pieces.append)

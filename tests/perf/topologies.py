@@ -53,7 +53,6 @@ from agents.graph.specialists.answering import (
 )
 from agents.graph.specialists.answering import (
     make_respond,
-    route_after_respond,
 )
 from agents.graph.specialists.endings import make_escalate, make_stop_turn
 from agents.graph.specialists.roster import SPECIALISTS
@@ -284,7 +283,9 @@ def build_extracting_specialist(spec: SpecialistSpec, model: BaseChatModel) -> A
         output_schema=ShopState,
     )
     extractor = Extractor(spec, model)
-    graph.add_node("respond", make_respond(spec, model))
+    graph.add_node(
+        "respond", make_respond(spec, model, tool_step="extract"), destinations=("extract", END)
+    )
     graph.add_node("extract", make_extract(spec, extractor))
     graph.add_node(
         "act", make_checked_act(spec), destinations=("respond", "correct", "escalate", "stop_turn")
@@ -297,7 +298,6 @@ def build_extracting_specialist(spec: SpecialistSpec, model: BaseChatModel) -> A
         graph.add_conditional_edges(START, _route_start, ["file", "respond"])
     else:
         graph.add_edge(START, "respond")
-    graph.add_conditional_edges("respond", route_after_respond, {"act": "extract", END: END})
     graph.add_edge("extract", "act")
     graph.add_edge("correct", "act")
     graph.add_edge("escalate", END)

@@ -142,8 +142,9 @@ def assert_traced(capture: LangSmithCapture) -> None:
     """The traces arrived, failures and the model's settings among them: the search below
     had something to search."""
     runs = capture.runs().values()
-    # The two turns' graph runs, their nodes, tools and 5 model calls, each ended (patched).
-    assert len(runs) >= 30, sorted(run.get("name", "?") for run in runs)
+    # The two turns' graph runs, their nodes (no routers: the nodes say where the run goes),
+    # tools and 5 model calls, each ended (patched).
+    assert len(runs) >= 27, sorted(run.get("name", "?") for run in runs)
     assert all("end_time" in run for run in runs)
     assert len(provider_errors(capture)) == 1
     assert sum(1 for run in runs if run.get("serialized")) == 5

@@ -17,7 +17,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph import END
 from langgraph.runtime import Runtime
-from langgraph.types import StreamWriter
+from langgraph.types import Command, StreamWriter
 
 from agents.events import ReplyDone, StepChanged, TokenDelta, to_wire
 from agents.graph.context import ShopContext
@@ -45,7 +45,10 @@ def tool_schemas(tools: Sequence[BaseTool]) -> list[dict[str, Any]]:
     return schemas
 
 
-def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
+def make_respond(spec: SpecialistSpec, model: BaseChatModel, *, tool_step: str = "act") -> Any:
+    """The answering node; a reply with tool calls goes on to `tool_step`, any other ends the
+    specialist's run. It says where itself (a `Command`): a router after it cost a copy of
+    every channel of the state, which LangGraph makes to show a router the node's writes."""
     schemas = tool_schemas(spec.tools)
     answering_model = model.bind_tools(schemas, parallel_tool_calls=False)
     # The complaints agent files the complaint (or hands the customer on) before it says
@@ -56,7 +59,7 @@ def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
         else answering_model
     )
 
-    async def respond(state: SpecialistState, runtime: Runtime[ShopContext]) -> dict[str, Any]:
+    async def respond(state: SpecialistState, runtime: Runtime[ShopContext]) -> Command[str]:
         report(runtime, StepChanged(agent=spec.name, step="answering"))
         validated = state.get("validated")
         system = specialist_prompt(
@@ -76,23 +79,24 @@ def make_respond(spec: SpecialistSpec, model: BaseChatModel) -> Any:
                 on_text=lambda piece: runtime.stream_writer(to_wire(TokenDelta(spec.name, piece))),
             )
         except ProviderUnavailable as exc:
-            return fail_turn(runtime, spec.name, state["messages"], exc)
+            return Command(goto=END, update=fail_turn(runtime, spec.name, state["messages"], exc))
         reply = message_chunk_to_message(streamed)
         assert isinstance(reply, AIMessage)
         # (Redacted: a key the model repeats reaches no store, nor the text the screen keeps.)
         reply = storable_reply(reply)
-        if not reply.tool_calls:
-            if not text_of(reply).strip():
-                reply = AIMessage(content=EMPTY_REPLY_FALLBACK, id=reply.id)
-            if spec.works_on_orders:
-                reply = naming_other_orders(reply, state, runtime.stream_writer, spec.name)
-            report(runtime, ReplyDone(agent=spec.name, text=text_of(reply)))
-            if spec.review == "complaint" and validated:
-                handed_back = close_complaint(runtime, spec.name)
-                close_turn(runtime, agent=handed_back["active_agent"], status="done")
-                return {"messages": [reply], **handed_back}
-            close_turn(runtime, agent=spec.name, status="done")
-        return {"messages": [reply]}
+        if reply.tool_calls:
+            return Command(goto=tool_step, update={"messages": [reply]})
+        if not text_of(reply).strip():
+            reply = AIMessage(content=EMPTY_REPLY_FALLBACK, id=reply.id)
+        if spec.works_on_orders:
+            reply = naming_other_orders(reply, state, runtime.stream_writer, spec.name)
+        report(runtime, ReplyDone(agent=spec.name, text=text_of(reply)))
+        if spec.review == "complaint" and validated:
+            handed_back = close_complaint(runtime, spec.name)
+            close_turn(runtime, agent=handed_back["active_agent"], status="done")
+            return Command(goto=END, update={"messages": [reply], **handed_back})
+        close_turn(runtime, agent=spec.name, status="done")
+        return Command(goto=END, update={"messages": [reply]})
 
     return respond
 
@@ -121,11 +125,3 @@ def naming_other_orders(
     addition = f"\n\n{sentence}"
     write(to_wire(TokenDelta(agent, addition)))
     return reply.model_copy(update={"content": text + addition})
-
-
-async def route_after_respond(state: SpecialistState) -> str:
-    """A coroutine so that LangGraph awaits it rather than sending it to a worker thread."""
-    last = state["messages"][-1]
-    if isinstance(last, AIMessage) and last.tool_calls:
-        return "act"
-    return END

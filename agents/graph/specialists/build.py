@@ -16,7 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 
 from agents.graph.context import ShopContext
-from agents.graph.specialists.answering import make_respond, route_after_respond
+from agents.graph.specialists.answering import make_respond
 from agents.graph.specialists.endings import make_escalate, make_stop_turn
 from agents.graph.specialists.spec import SpecialistSpec
 from agents.graph.specialists.tool_calls import make_act
@@ -27,12 +27,11 @@ def build_specialist(spec: SpecialistSpec, model: BaseChatModel) -> Any:
     graph = StateGraph(
         SpecialistState, context_schema=ShopContext, input_schema=ShopState, output_schema=ShopState
     )
-    graph.add_node("respond", make_respond(spec, model))
+    graph.add_node("respond", make_respond(spec, model), destinations=("act", END))
     graph.add_node("act", make_act(spec), destinations=("respond", "escalate", "stop_turn"))
     graph.add_node("escalate", make_escalate(spec))
     graph.add_node("stop_turn", make_stop_turn(spec))
     graph.add_edge(START, "respond")
-    graph.add_conditional_edges("respond", route_after_respond, ["act", END])
     graph.add_edge("escalate", END)
     graph.add_edge("stop_turn", END)
     return graph.compile(name=spec.name)
