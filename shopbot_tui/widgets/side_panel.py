@@ -11,6 +11,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from agents.backend import AGENT_TITLES, AGENTS, STEP_LABELS, visible
+from shopbot_tui.widgets.one_layout import VIRTUAL_SIZE_NO_RELAYOUT
 
 if TYPE_CHECKING:
     from agents.backend import Escalation
@@ -53,6 +54,12 @@ def step_text(step: str, detail: str = "", attempt: int | None = None) -> str:
     return label
 
 
+class PanelLine(Static):
+    """A line of the side panel (a title, the gates, the model...)."""
+
+    virtual_size = VIRTUAL_SIZE_NO_RELAYOUT
+
+
 class AgentCard(Static):
     """One specialist: its name, whom it may hand off to, and, while it is the active one,
     an "Active" badge and its current step. One widget drawing its lines (each cut to the
@@ -65,6 +72,7 @@ class AgentCard(Static):
         "agent-card--handoffs",
         "agent-card--step",
     }
+    virtual_size = VIRTUAL_SIZE_NO_RELAYOUT
 
     def __init__(self, agent: str, *, active: bool = False, step: str = "") -> None:
         # Made active, not made and then restyled as the active one.
@@ -119,6 +127,7 @@ class SidePanel(VerticalScroll):
     """
 
     can_focus = False
+    virtual_size = VIRTUAL_SIZE_NO_RELAYOUT
 
     class Shown(Message):
         """The panel was shown or hidden by its styles (a narrow terminal, the keys panel)."""
@@ -154,8 +163,8 @@ class SidePanel(VerticalScroll):
 
     def _lines(self) -> ComposeResult:
         """Its lines, each made with what it shows now: mounted, nothing is updated again."""
-        waiting = Static(self._waiting_line(), id="waiting")
-        escalated = Static(self._escalations_line(), id="escalated")
+        waiting = PanelLine(self._waiting_line(), id="waiting")
+        escalated = PanelLine(self._escalations_line(), id="escalated")
         # (Hidden by chat.tcss while they say nothing.)
         if self._waiting:
             waiting.display = True
@@ -163,21 +172,21 @@ class SidePanel(VerticalScroll):
             escalated.display = True
         yield waiting
         yield escalated
-        yield Static(
+        yield PanelLine(
             Content.assemble("Agents ", ("(→ may hand off to)", "not bold")),
             classes="section-title",
         )
         for agent in AGENTS:
             yield AgentCard(agent, active=agent == self.agent, step=self.step)
-        yield Static(Content("Checks this turn"), classes="section-title")
-        yield Static(self._gates_line(), id="gates")
+        yield PanelLine(Content("Checks this turn"), classes="section-title")
+        yield PanelLine(self._gates_line(), id="gates")
         # "Conversation", the app's word for a thread everywhere; its id is the `--thread ID`
         # and `shopbot chat THREAD` a person types.
-        yield Static(Content("Conversation"), classes="section-title")
-        yield Static(self._model_line(), id="model")
+        yield PanelLine(Content("Conversation"), classes="section-title")
+        yield PanelLine(self._model_line(), id="model")
         thread, customer = self._session_lines()
-        yield Static(thread, id="thread")
-        yield Static(customer, id="customer")
+        yield PanelLine(thread, id="thread")
+        yield PanelLine(customer, id="customer")
 
     def on_mount(self) -> None:
         # Styled first as it is made, in a narrow terminal already hidden: said from here (a

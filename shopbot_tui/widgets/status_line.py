@@ -11,10 +11,13 @@ from textual.content import Content
 from textual.widgets import Static
 
 from agents.backend import AGENT_TITLES, visible
+from shopbot_tui.widgets.one_layout import VIRTUAL_SIZE_NO_RELAYOUT
 
 
 class StatusLine(Static):
     """`▸ Refund agent · checking gate · offline demo`."""
+
+    virtual_size = VIRTUAL_SIZE_NO_RELAYOUT
 
     def __init__(self, *, agent: str, step: str, model_label: str, offline: bool) -> None:
         # Made with its line: set as it mounted, it laid the screen out again after the first
@@ -27,12 +30,16 @@ class StatusLine(Static):
     def show_agent(self, agent: str, step: str) -> None:
         if (self.agent, self.step) != (agent, step):
             self.agent, self.step = agent, step
-            self.update(self._line())
+            self._show()
 
     def show_model(self, label: str, *, offline: bool) -> None:
         if self._model != (label, offline):
             self._model = (label, offline)
-            self.update(self._line())
+            self._show()
+
+    def _show(self) -> None:
+        # One row as wide as the conversation whatever it says (chat.tcss): no layout.
+        self.update(self._line(), layout=False)
 
     def _line(self) -> Content:
         label, offline = self._model

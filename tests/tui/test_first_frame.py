@@ -6,16 +6,19 @@ up only to show what it showed already."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.app import App
 from textual.dom import DOMNode
+from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.widgets._footer import FooterKey
 
-from shopbot_tui.widgets.conversation import _parser
+from shopbot_tui.chat import thread_opening
+from shopbot_tui.widgets.conversation import SystemNote, _parser
 from shopbot_tui.widgets.keys_footer import KeysFooter
 from shopbot_tui.widgets.side_panel import AgentCard, SidePanel
 from tests.support.tui import (
@@ -177,3 +180,51 @@ async def test_the_side_panel_lines_are_made_showing_what_they_show(
         assert [line.id for line in updated if line.parent is panel] == []
         shown = painted_text(app, panel)
         assert "t-lines" in shown and "Sam" in shown and "offline demo" in shown
+
+
+async def test_the_loading_note_stays_until_the_history_replaces_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log was emptied as the thread began to open, and drawn empty for as long as its
+    history took to read."""
+    read_history = thread_opening.read_history
+    reading = asyncio.Event()
+    may_finish = asyncio.Event()
+
+    async def slow_read(backend: Any, thread_id: str) -> Any:
+        reading.set()
+        await may_finish.wait()
+        return await read_history(backend, thread_id)
+
+    monkeypatch.setattr(thread_opening, "read_history", slow_read)
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, reading.is_set, "the history to be read")
+        for _ in range(3):
+            await pilot.pause()  # (frames are drawn meanwhile)
+        assert "Loading" in painted_text(app, app.chat.chat_log)
+        may_finish.set()
+        await settle(pilot)
+        assert [type(line) for line in app.chat.chat_log.children] == [SystemNote]  # new thread
+        assert "Loading" not in painted_text(app, app.chat.chat_log)
+
+
+async def test_a_note_in_the_conversation_is_laid_out_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every widget mounted laid the screen out twice: once for it, once more, a frame later,
+    because the first layout gave it a virtual size (Textual's `virtual_size`, layout=True)."""
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        layouts: list[int] = []
+        refresh_layout = Screen._refresh_layout
+
+        def counted(screen: Screen[Any], *args: Any, **kwargs: Any) -> None:
+            layouts.append(1)
+            refresh_layout(screen, *args, **kwargs)
+
+        monkeypatch.setattr(Screen, "_refresh_layout", counted)
+        await app.chat.view.show_note("The order was handed to the courier.")
+        await settle(pilot)
+        assert layouts == [1]
