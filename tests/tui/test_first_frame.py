@@ -17,7 +17,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.widgets._footer import FooterKey
 
-from shopbot_tui.chat import thread_opening
+from shopbot_tui.chat import conversation_reads, thread_opening
+from shopbot_tui.chat.approval_screen import ApprovalScreen
 from shopbot_tui.widgets.conversation import SystemNote, _parser
 from shopbot_tui.widgets.keys_footer import KeysFooter
 from shopbot_tui.widgets.side_panel import AgentCard, SidePanel
@@ -187,7 +188,7 @@ async def test_the_loading_note_stays_until_the_history_replaces_it(
 ) -> None:
     """The log was emptied as the thread began to open, and drawn empty for as long as its
     history took to read."""
-    read_history = thread_opening.read_history
+    read_history = conversation_reads.read_history
     reading = asyncio.Event()
     may_finish = asyncio.Event()
 
@@ -228,3 +229,31 @@ async def test_a_note_in_the_conversation_is_laid_out_once(
         await app.chat.view.show_note("The order was handed to the courier.")
         await settle(pilot)
         assert layouts == [1]
+
+
+async def test_a_dialog_is_drawn_for_the_terminal_s_size_from_its_first_frame(
+    tmp_path: Path,
+) -> None:
+    """The approval dialog's first frame at 80x24 was drawn as on a tall terminal (its size
+    classes came with its first Resize, and restyled it all)."""
+    app = make_app(tmp_path, thread_id="t-dialog", customer="Sam")
+    classes_at_first_frame: dict[str, set[str]] = {}
+    display = app._display
+
+    def frame(screen: Any, renderable: Any) -> None:
+        display(screen, renderable)
+        if renderable is not None:
+            classes_at_first_frame.setdefault(type(screen).__name__, set(screen.classes))
+
+    app._display = frame  # type: ignore[method-assign]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await send(pilot, "I want a refund for ORD-005, the speaker crackles at any volume")
+        dialog = app.screen
+        assert isinstance(dialog, ApprovalScreen)
+        size_classes = {name for _, name in dialog.HORIZONTAL_BREAKPOINTS} | {
+            name for _, name in dialog.VERTICAL_BREAKPOINTS
+        }
+        now = set(dialog.classes) & size_classes
+        assert now == {"-wide", "-short"}
+        assert classes_at_first_frame["ApprovalScreen"] & size_classes == now
