@@ -6,6 +6,8 @@ checked here first (tests/tui exercise each one).
   (`KeepsPaintedLines`): Textual forgets every painted line of a widget whose size changes.
 - A toast is taken back before its time (`withdraw_notifications`): a click on a toast
   removes it with the same private call.
+- A footer key is enabled or dimmed where it is (`enable_footer_key`): `FooterKey` takes it
+  only when made, and a click on it checks its private `_disabled`.
 - The paste-aware input driver (terminal_input.py) parses the terminal's bytes with
   Textual's own xterm parser (`XTermParser`, `ParseError`, `loop_last`).
 - Painted lines of widgets long gone are let go (`mend_styles_cache_leak`): 8.2 keeps up to
@@ -22,6 +24,7 @@ from textual._parser import ParseError
 from textual._styles_cache import StylesCache
 from textual._xterm_parser import XTermParser
 from textual.widget import Widget
+from textual.widgets._footer import FooterKey
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -61,6 +64,13 @@ class KeepsPaintedLines(Widget):
         return changed
 
 
+def enable_footer_key(key: FooterKey, enabled: bool) -> None:
+    """`key` shown enabled, or dimmed (a click only rings the bell), as `FooterKey(disabled=
+    not enabled)` makes it."""
+    key._disabled = not enabled
+    key.set_class(not enabled, "-disabled")
+
+
 def withdraw_notifications(app: App[Any], title: str) -> None:
     """Remove the app's notifications titled `title`, their toasts with them."""
     stale = [notification for notification in app._notifications if notification.title == title]
@@ -92,9 +102,11 @@ def mend_styles_cache_leak() -> None:
 
 
 __all__ = [
+    "FooterKey",
     "KeepsPaintedLines",
     "ParseError",
     "XTermParser",
+    "enable_footer_key",
     "loop_last",
     "mend_styles_cache_leak",
     "withdraw_notifications",

@@ -30,6 +30,7 @@ from agents.backend import AuditEvent, AuditQuery, InputError
 from shopbot_tui.audit.detail import AuditEventDetail
 from shopbot_tui.audit.filters import AuditFilterBar
 from shopbot_tui.audit.table import AuditEventTable, kind_styles
+from shopbot_tui.breakpoints import apply_breakpoints
 
 PAGE_SIZE = 200
 LOADING_DELAY_S = 0.15
@@ -206,6 +207,7 @@ class AuditViewerScreen(Screen[OpenAt | None]):
         return self._query or AuditQuery(thread_id=self._initial_thread)
 
     def compose(self) -> ComposeResult:
+        apply_breakpoints(self)  # (before the widgets below are styled)
         # Query first: the worker connects and reads the first page while the widgets below
         # mount, which is most of the "open" time; on_mount shows the page if it is in.
         self._run_query(self.current_query, force=True)

@@ -21,6 +21,7 @@ from textual.timer import Timer
 from textual.widgets import Button, Footer, Static
 
 from agents.backend import ApprovalRequest, Reviewer, earlier_decision, visible
+from shopbot_tui.breakpoints import apply_breakpoints
 from shopbot_tui.widgets.message_box import one_line
 
 log = logging.getLogger("shopbot.tui")
@@ -278,6 +279,7 @@ class ApprovalScreen(ModalScreen[str | None]):
         self._notices_said = 0
 
     def compose(self) -> ComposeResult:
+        apply_breakpoints(self)  # (before the widgets below are styled)
         request = self.request
         # Only the details scroll, above the options, which are docked: in a short terminal
         # every option and, scrolled to, every check shows. (When the whole dialog scrolled,

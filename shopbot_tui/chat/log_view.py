@@ -53,6 +53,8 @@ class ThreadView:
         self._last_reply = ""
         # (When each line of the history shown was said, and its widget.)
         self._said_at: list[tuple[str, Widget]] = []
+        # A thread's history has been shown: before, the log says what it waits for.
+        self._history_shown = False
 
     @property
     def last_reply(self) -> str:
@@ -74,14 +76,22 @@ class ThreadView:
         # The reply so far shows below the history, from its start.
         self._held = [] if reply_so_far is None else [reply_so_far]
         self.reopen_after_turn = False
-        await self._log().remove_children()
+        # What the log said before the first history ("Loading the engine…") stays until that
+        # history replaces it, in the same layout: emptied here, the log was laid out and
+        # drawn empty for the moment the history takes to read.
+        if self._history_shown:
+            await self._log().remove_children()
 
     async def show_history(
         self, lines: Sequence[ChatLine], hidden_lines: int, customer: str | None
     ) -> None:
         log = self._log()
         widgets = history_widgets(lines, hidden_lines, customer)
-        await log.mount_all(widgets)
+        async with log.batch():  # (one layout: what it replaces goes as it comes)
+            if not self._history_shown:
+                await log.remove_children()
+            self._history_shown = True
+            await log.mount_all(widgets)
         # (The widgets after the note of hidden lines, if any, are the lines, in order.)
         shown = widgets[len(widgets) - len(lines) :]
         self._said_at = list(zip([line.ts for line in lines], shown, strict=True))

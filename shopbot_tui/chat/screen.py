@@ -24,6 +24,7 @@ from textual.widgets import Header, Input, LoadingIndicator
 from textual.worker import Worker, WorkerState
 
 from agents.backend import OFFLINE_MODEL_LABEL, Settings, visible
+from shopbot_tui.breakpoints import apply_breakpoints
 from shopbot_tui.chat.approval_flow import ApprovalFlow
 from shopbot_tui.chat.commands import ChatCommands
 from shopbot_tui.chat.decisions_waiting import DecisionsRead, DecisionsWaiting
@@ -146,6 +147,14 @@ class ChatScreen(Screen[None]):
     # --- layout ---------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        # What the first frame shows is set before the widgets are styled and mounted: set
+        # once they were, each was restyled or laid out again, after the first frame.
+        apply_breakpoints(self)
+        self.set_reactive(ChatScreen.wide, self.app.size.width >= NARROW_BELOW)
+        settings = self.settings
+        panel = SidePanel(model_label=settings.model_label, offline=settings.offline)
+        panel.show_session(self.thread_id, self.customer)
+        self.sub_title = session_title(self.thread_id, self.customer)
         # The conversation and its customer, at every width (the side panel folds away).
         yield Header()
         with Horizontal(id="chat-body"):
@@ -154,18 +163,19 @@ class ChatScreen(Screen[None]):
                     yield SystemNote("Loading the engine… (LangChain and LangGraph)")
                     yield LoadingIndicator()
                 yield StatusLine(
-                    model_label=self.settings.model_label, offline=self.settings.offline
+                    agent=panel.agent,
+                    step=panel.step,
+                    model_label=settings.model_label,
+                    offline=settings.offline,
                 )
                 yield MessageBox(placeholder="Message ShopBot, Enter to send", id="message")
-            yield SidePanel(model_label=self.settings.model_label, offline=self.settings.offline)
+            yield panel
         yield KeysFooter()
 
     def on_mount(self) -> None:
         for name in KEYS_FOLLOW:
             self.watch(self, name, self._keys_follow, init=False)
         self._keys_follow()
-        self.show_session(self.thread_id, self.customer)
-        self.show_agent(self.panel.agent, self.panel.step)
 
     # --- what the screen shows of the open conversation, in the panel and at every width ---
 
@@ -176,8 +186,7 @@ class ChatScreen(Screen[None]):
 
     def show_session(self, thread_id: str, customer: str | None) -> None:
         self.panel.show_session(thread_id, customer)
-        # (Header shows it as text: Content, never markup.)
-        self.sub_title = f"{visible(customer) if customer else 'no customer'} · {thread_id}"
+        self.sub_title = session_title(thread_id, customer)
 
     def show_model(self, label: str, *, offline: bool) -> None:
         self.panel.show_model(label, offline=offline)
@@ -395,3 +404,9 @@ class ChatScreen(Screen[None]):
             self.chat_log.scroll_page_up()
         else:
             self.chat_log.scroll_page_down()
+
+
+def session_title(thread_id: str, customer: str | None) -> str:
+    """The header's subtitle: whose conversation this is, and its id."""
+    # (Header shows it as text: Content, never markup.)
+    return f"{visible(customer) if customer else 'no customer'} · {thread_id}"

@@ -24,6 +24,7 @@ from agents.backend import (
     person_name,
     visible,
 )
+from shopbot_tui.breakpoints import apply_breakpoints
 from shopbot_tui.threads.rows import RowLayout
 from shopbot_tui.threads.views import (
     VIEW_NAMED,
@@ -164,6 +165,7 @@ class ThreadsScreen(ModalScreen[ThreadChoice | None]):
         self._layout = RowLayout.for_width(0)
 
     def compose(self) -> ComposeResult:
+        apply_breakpoints(self)  # (before the widgets below are styled)
         with Vertical(id="threads-dialog") as dialog:
             dialog.border_title = Content("Conversations")
             # Not selected on focus: a letter typed over the list moves here (on_key), and a

@@ -22,13 +22,13 @@ from rich.style import Style
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.geometry import Region, Size
-from textual.reactive import Reactive
 from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import Static
 
 from agents.backend import AGENT_TITLES, visible
 from shopbot_tui.textual_private import KeepsPaintedLines
+from shopbot_tui.widgets.one_layout import VIRTUAL_SIZE_NO_RELAYOUT
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -222,24 +222,19 @@ class MarkdownLines:
 class CustomerMessage(Static):
     """What the customer wrote, exactly as written."""
 
+    virtual_size = VIRTUAL_SIZE_NO_RELAYOUT
+
     def __init__(self, text: str, customer: str | None) -> None:
         super().__init__(Content(shown(text)))
         self.border_title = Content(visible(customer) if customer else "Customer")
-
-
-# Textual lays the whole screen out a second time, a frame later, after any layout that
-# changed a widget's virtual size (`Widget.virtual_size` is declared with layout=True). A
-# growing reply changes its own and the chat's on every layout, so each cost two; the second
-# is redundant here: the anchored chat scrolls during the first, and the scroll bar coming
-# or going asks for its own layout (`show_vertical_scrollbar`).
-_VIRTUAL_SIZE_NO_RELAYOUT: Reactive[Size] = Reactive(Size(0, 0), layout=False, repaint=False)
 
 
 class AssistantReply(KeepsPaintedLines):
     """One reply of a specialist, as Markdown; streamed into while it is being written."""
 
     DEFAULT_CSS = "AssistantReply { height: auto; }"
-    virtual_size = _VIRTUAL_SIZE_NO_RELAYOUT
+    # (A growing reply changes its virtual size and the chat's on every layout: each cost two.)
+    virtual_size = VIRTUAL_SIZE_NO_RELAYOUT
 
     def __init__(self, agent: str, markdown: str = "", *, complete: bool = True) -> None:
         super().__init__()
@@ -481,6 +476,8 @@ def _first_difference(old: list[list[Segment]], new: list[list[Segment]]) -> int
 class SystemNote(Static):
     """A quiet line about what happened between messages (a hand-off, a gate, a retry)."""
 
+    virtual_size = VIRTUAL_SIZE_NO_RELAYOUT
+
     def __init__(self, text: str) -> None:
         super().__init__(Content(shown(text)))
 
@@ -488,7 +485,7 @@ class SystemNote(Static):
 class ChatLog(VerticalScroll):
     """Scrolls the conversation; anchored to the bottom until the person scrolls up."""
 
-    virtual_size = _VIRTUAL_SIZE_NO_RELAYOUT
+    virtual_size = VIRTUAL_SIZE_NO_RELAYOUT  # (anchored, it scrolls during the first layout)
 
     def on_mount(self) -> None:
         self.anchor()

@@ -11,19 +11,21 @@ from textual.content import Content
 from textual.widgets import Static
 
 from agents.backend import AGENT_TITLES, visible
+from shopbot_tui.widgets.one_layout import VIRTUAL_SIZE_NO_RELAYOUT
 
 
 class StatusLine(Static):
     """`▸ Refund agent · checking gate · offline demo`."""
 
-    def __init__(self, *, model_label: str, offline: bool) -> None:
-        super().__init__(id="status", markup=False)
-        self.agent = ""
-        self.step = ""
-        self._model = (model_label, offline)
+    virtual_size = VIRTUAL_SIZE_NO_RELAYOUT
 
-    def on_mount(self) -> None:
-        self._show()
+    def __init__(self, *, agent: str, step: str, model_label: str, offline: bool) -> None:
+        # Made with its line: set as it mounted, it laid the screen out again after the first
+        # frame.
+        self.agent = agent
+        self.step = step
+        self._model = (model_label, offline)
+        super().__init__(self._line(), id="status", markup=False)
 
     def show_agent(self, agent: str, step: str) -> None:
         if (self.agent, self.step) != (agent, step):
@@ -31,10 +33,15 @@ class StatusLine(Static):
             self._show()
 
     def show_model(self, label: str, *, offline: bool) -> None:
-        self._model = (label, offline)
-        self._show()
+        if self._model != (label, offline):
+            self._model = (label, offline)
+            self._show()
 
     def _show(self) -> None:
+        # One row as wide as the conversation whatever it says (chat.tcss): no layout.
+        self.update(self._line(), layout=False)
+
+    def _line(self) -> Content:
         label, offline = self._model
         # Theme variables, as the side panel's marks: they follow a change of theme.
         model = (
@@ -42,13 +49,11 @@ class StatusLine(Static):
             if offline
             else (visible(label), "$text-muted")
         )
-        self.update(
-            Content.assemble(
-                ("▸ ", "$text-accent"),
-                (AGENT_TITLES.get(self.agent, self.agent), "bold"),
-                " · ",
-                (self.step, "bold $text-accent"),
-                " ·" if offline else " · ",  # (the badge brings its own space)
-                model,
-            )
+        return Content.assemble(
+            ("▸ ", "$text-accent"),
+            (AGENT_TITLES.get(self.agent, self.agent), "bold"),
+            " · ",
+            (self.step, "bold $text-accent"),
+            " ·" if offline else " · ",  # (the badge brings its own space)
+            model,
         )
