@@ -109,8 +109,15 @@ class AuditWriter:
         threads: ConversationRegistry | None = None,
         retry_seconds: float = RETRY_SECONDS,
         delay: float = STORE_DELAY,
+        store_at_turn_end: bool = True,
     ) -> None:
+        """`store_at_turn_end=False`: a turn's `turn_finished` waits like any event, for an
+        owner that flushes once the run has saved its checkpoint (the engine). Stored at once,
+        it takes the database's write lock while the run's checkpoint is written to the same
+        file, and SQLite's busy handler sleeps (1, 2, 5 ms...) instead of waiting for the lock
+        to be let go: a few milliseconds on every turn."""
         self.audit = audit
+        self._store_at_turn_end = store_at_turn_end
         self._threads = threads
         self._retry_seconds = retry_seconds
         self._delay = delay
@@ -139,7 +146,8 @@ class AuditWriter:
         event = {"ts": utc_timestamp(), "kind": kind, "thread_id": thread_id, "agent": agent}
         # A turn's last word: what it queued is stored now, whoever waits for it (a server's
         # run too, which no engine flushes).
-        self._put({**event, "detail": dict(detail or {})}, now=kind == "turn_finished")
+        now = self._store_at_turn_end and kind == "turn_finished"
+        self._put({**event, "detail": dict(detail or {})}, now=now)
 
     def line(self, thread_id: str, role: str, text: str, agent: str | None = None) -> None:
         """A transcript line of `thread_id` (a reply, a note), stored after what came before."""

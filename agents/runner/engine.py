@@ -124,7 +124,10 @@ class ShopBotEngine:
             await asyncio.to_thread(self._open_stores)
             # The graph's transcript lines and turn ends go through it too, in order with
             # its audit events, off the event loop.
-            self._recorder = AuditWriter(self._audit_log, threads=self.threads)
+            # `_finish` flushes it once the run's checkpoint is saved (see the writer).
+            self._recorder = AuditWriter(
+                self._audit_log, threads=self.threads, store_at_turn_end=False
+            )
             self._connection, self._saver = await open_checkpoints(self._where)
         except BaseException:
             await self.aclose()  # whatever did open is closed again
@@ -557,6 +560,7 @@ class ShopBotEngine:
             self._recorder.append(
                 "turn_finished", thread_id=thread_id, agent=agent, detail={"status": status}
             )
+            await self._recorder.aflush()
         info = self.threads.get(thread_id)
         assert info is not None, "a turn's thread is registered before it runs"
         return result, info

@@ -314,3 +314,21 @@ def test_a_turns_end_is_stored_without_anyone_flushing(tmp_path: Path) -> None:
     assert stored.is_set()
     writer.close()
     audit.close()
+
+
+def test_an_owner_that_flushes_after_the_checkpoint_holds_the_turns_end_until_then(
+    tmp_path: Path,
+) -> None:
+    """The engine stores a turn's end once the run's checkpoint is saved: stored at once, it
+    would take the write lock the checkpoint is waiting for."""
+    audit = AuditLog(tmp_path / "audit.sqlite")
+    writer = AuditWriter(audit, delay=600, store_at_turn_end=False)
+    writer.append("turn_started", thread_id="s")
+    writer.append("turn_finished", thread_id="s", detail={"status": "done"})
+    # What the writer without the flag stores within milliseconds is still queued.
+    threading.Event().wait(0.3)
+    assert audit.count(AuditQuery(thread_id="s")) == 0
+    writer.flush()
+    assert audit.count(AuditQuery(thread_id="s")) == 2
+    writer.close()
+    audit.close()

@@ -11,6 +11,7 @@ import getpass
 import socket
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -36,6 +37,7 @@ from agents.graph.other_orders import other_orders_sentence
 from agents.graph.replies import TURN_CUT_NOTE, TURN_STOPPED_NOTE
 from agents.models.offline.demo_model import OfflineDemoModel
 from agents.reviewer import Reviewer, login_name
+from agents.runner import engine as engine_module
 from agents.runner import turn_guard
 from agents.runner.engine import ShopBotEngine
 from agents.store.threads import ThreadRegistry
@@ -1179,3 +1181,44 @@ async def test_a_new_conversations_first_turn_reads_no_stored_state(
         with pytest.raises(DecisionPending):
             await say(engine, "refund", "Hello?", customer="Alex")
         assert reads == ["refund"]
+
+
+async def test_a_turns_end_is_stored_after_its_checkpoint_not_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The audit log and the checkpoints share one SQLite file: a turn's end stored while the
+    run saves its last checkpoint makes that save wait on the lock, sleeping in SQLite's busy
+    handler, on every turn."""
+    # Stored only when asked (a flush, the turn's end), so what is timed is only those.
+    writer = engine_module.AuditWriter
+    monkeypatch.setattr(
+        engine_module, "AuditWriter", lambda *a, **k: writer(*a, **{**k, "delay": 600})
+    )
+    saves: list[tuple[float, float]] = []
+    stores: list[tuple[float, float]] = []
+    async with open_engine(tmp_path) as engine:
+        save, store = engine._saver.aput, engine.threads.write_together
+
+        async def timed_save(*args: Any, **kwargs: Any) -> Any:
+            start = time.monotonic()
+            try:
+                return await save(*args, **kwargs)
+            finally:
+                saves.append((start, time.monotonic()))
+
+        def timed_store(*args: Any, **kwargs: Any) -> Any:
+            start = time.monotonic()
+            try:
+                return store(*args, **kwargs)
+            finally:
+                stores.append((start, time.monotonic()))
+
+        monkeypatch.setattr(engine._saver, "aput", timed_save)
+        monkeypatch.setattr(engine.threads, "write_together", timed_store)
+        for n in range(4):
+            turn = await say(engine, "seq", f"Where is my order ORD-00{n + 1}?", "Sam")
+            assert turn.result.status == "done"
+        assert kinds(audit_of(engine, "seq")).count("turn_finished") == 4
+    assert saves and stores
+    overlapping = [(s, w) for s in saves for w in stores if s[0] < w[1] and w[0] < s[1]]
+    assert overlapping == []
