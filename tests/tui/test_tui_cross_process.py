@@ -56,6 +56,9 @@ from tests.support.tui import (
     wait_until,
 )
 
+# Two fronts and real `shopbot` processes on one home: the longest journeys (docs/testing.md).
+pytestmark = pytest.mark.slow
+
 KEPT = "Thanks. Is ORD-002 still on its way?"
 REFUND = "I want a refund for ORD-005, the speaker crackles at any volume"
 SHOPBOT = Path(sys.executable).with_name("shopbot")

@@ -6,12 +6,16 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from shopbot_tui.chat.screen import ChatScreen
 from shopbot_tui.threads.screen import ThreadsScreen
 from tests.support.tui import SIZE, engine_of, make_app, send, settle, wait_until
+
+# Drafts across conversations and restarts: long journeys, run in their own group (docs/testing.md).
+pytestmark = pytest.mark.slow
 
 
 async def type_text(pilot: Pilot[Any], text: str) -> None:

@@ -31,6 +31,9 @@ from tests.support.tui import (
     wait_until,
 )
 
+# Every screen at two small sizes: a long sweep, run in its own group (docs/testing.md).
+pytestmark = pytest.mark.slow
+
 SIZES = [(80, 24), (70, 20)]
 REFUND = "I want a refund for ORD-005, the speaker crackles at any volume"
 COMPLAINT = "This is unacceptable! My parcel is two weeks late and nobody answers my emails!!!"
