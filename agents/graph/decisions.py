@@ -50,7 +50,7 @@ from agents.events import (
 from agents.graph.admission import RunRefused, answer_in
 from agents.graph.context import ShopContext
 from agents.graph.history import latest_customer_words, tool_answer
-from agents.graph.replies import COMPLAINT_DECISIONS, REFUND_DECISIONS
+from agents.graph.replies import COMPLAINT_DECISIONS, COMPLAINT_HANDED_BACK, REFUND_DECISIONS
 from agents.graph.reporting import close_turn, decided_by, pause_for, report
 from agents.graph.services import Turn, turn
 from agents.graph.state import ShopState
@@ -158,12 +158,18 @@ def complaint_review_payload(
                     "issue_summary": validated.get("issue_summary", ""),
                     "sentiment": validated.get("sentiment", ""),
                 },
-                "description": f"Review a {validated.get('sentiment')} complaint: "
-                f"{validated.get('issue_summary')} (answer with one of: {', '.join(options)})",
+                "description": f"Review {_with_article(str(validated.get('sentiment')))} "
+                f"complaint: {validated.get('issue_summary')} (answer with one of: "
+                f"{', '.join(options)})",
             }
         ],
         "review_configs": [{"action_name": "file_complaint", "allowed_decisions": ["respond"]}],
     }
+
+
+def _with_article(word: str) -> str:
+    """ "an angry", "a frustrated" """
+    return f"{'an' if word[:1].lower() in tuple('aeiou') else 'a'} {word}"
 
 
 # --- asking ------------------------------------------------------------------------------
@@ -326,9 +332,16 @@ def _record_decision(
         agent=agent,
         detail={**detail, **by, **facts},
     )
-    # A refund already paid has nothing left to escalate: the answer only closes the request.
+    # What leaves a person something to do waits in the escalation queue until someone marks
+    # it handled: an escalation, and compensation promised to the customer (nothing pays it
+    # here). A refund already paid has nothing left to escalate: the answer only closes it.
+    what = str(payload["kind"]).replace("_", " ")
+    reason = None
     if decision.startswith("escalate") and "already_refunded" not in facts:
-        reason = f"{str(payload['kind']).replace('_', ' ')}: escalated by the reviewer"
+        reason = f"{what}: escalated by the reviewer"
+    elif decision == "provide_compensation":
+        reason = f"{what}: compensation promised within 24 hours"
+    if reason is not None:
         report(
             runtime,
             Escalated(agent, reason),
@@ -421,8 +434,8 @@ def _complaint_decided(
     text = COMPLAINT_DECISIONS[decision]
     report(runtime, ReplyDone(agent=agent, text=text))
     # Back to first contact, so the next message is not read as a new complaint; not
-    # "handled" after an escalation: a person takes it over.
-    reason = "complaint passed on" if decision.startswith("escalate") else "complaint handled"
+    # "handled" when a person takes it over or owes the customer compensation.
+    reason = COMPLAINT_HANDED_BACK[decision]
     report(
         runtime,
         HandedOff(source=agent, target=DEFAULT_AGENT, reason=reason),

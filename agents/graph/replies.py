@@ -39,6 +39,12 @@ COMPLAINT_DECISIONS: dict[str, str] = {
         "will help us improve our service."
     ),
 }
+# The note under a complaint's decision, as it goes back to first contact.
+COMPLAINT_HANDED_BACK: dict[str, str] = {
+    "escalate_to_senior": "complaint passed to a senior colleague",
+    "provide_compensation": "complaint reviewed, compensation to follow",
+    "close_ticket": "complaint handled",
+}
 REFUND_DECISIONS: dict[str, str] = {
     "reject": (
         "The support team reviewed this refund request and declined it. Tell the customer "

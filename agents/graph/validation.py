@@ -21,6 +21,9 @@ from gates import (
     validate_refund_request,
 )
 
+# A failed verdict's fact: the customer's own order it was about (see `_Chain.fail`).
+ABOUT_ORDER = "about_order"
+
 
 @dataclass(frozen=True)
 class GateCheck:
@@ -90,8 +93,12 @@ class _Chain:
         self.checks.append(GateCheck(gate, False, str(value), value.codes))
         return value
 
-    def fail(self, error: GateError) -> GateVerdict:
-        return GateVerdict(tuple(self.checks), error=error)
+    def fail(self, error: GateError, *, about: str | None = None) -> GateVerdict:
+        """The failure; `about`: the customer's own order it concerns, when the order gates
+        passed before a later gate failed (the conversation is on that order now)."""
+        return GateVerdict(
+            tuple(self.checks), error=error, facts={ABOUT_ORDER: about} if about else {}
+        )
 
     def succeed(self, cleaned: dict[str, Any], **facts: Any) -> GateVerdict:
         return GateVerdict(tuple(self.checks), cleaned=cleaned, facts=facts)
@@ -182,7 +189,7 @@ def check_refund_request(
         else "delivered, within the auto-refund limit, reason given",
     )
     if isinstance(refund, GateError):
-        return chain.fail(refund)
+        return chain.fail(refund, about=found["order_id"])
     assert order is not None
     return chain.succeed(
         {"order_id": refund["order_id"], "reason": refund["reason"], "amount": refund["amount"]},

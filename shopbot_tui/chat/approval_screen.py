@@ -131,7 +131,8 @@ COMPLAINT_EFFECTS: dict[str, str] = {
     ),
     "provide_compensation": (
         "the customer is told the team will be in touch within 24 hours with a resolution "
-        "that includes compensation; ShopBot pays nothing itself, the team decides what"
+        "that includes compensation; ShopBot pays nothing itself, and the conversation "
+        "stays escalated until someone marks the promise kept"
     ),
     "close_ticket": "the customer is thanked, the feedback is recorded, and the complaint closed",
 }

@@ -466,10 +466,17 @@ async def test_angry_complaint_is_reviewed(tmp_path: Path) -> None:
         pending = turn.result.pending
         assert pending is not None and pending.kind == "complaint_review"
         assert pending.payload["sentiment"] == "angry"
+        (request,) = pending.payload["action_requests"]
+        assert request["description"].startswith("Review an angry complaint: ")
         assert pending.options == ("escalate_to_senior", "provide_compensation", "close_ticket")
         assert len(turn.of(ApprovalRequested)) == 1  # announced once, before TurnFinished
+        assert engine.escalations() == []
         done = await decide(engine, "c1", "provide_compensation")
         assert "compensation" in done.result.reply
+        # The promise is a person's to keep: it waits in the queue until marked handled.
+        (owed,) = engine.escalations()
+        assert owed.thread_id == "c1"
+        assert owed.reason == "complaint review: compensation promised within 24 hours"
         # A handled complaint goes back to first contact: "thanks, bye" is no new complaint.
         assert done.result.active_agent == "order_agent"
         assert [(h.source, h.target) for h in done.of(HandedOff)] == [
@@ -478,7 +485,12 @@ async def test_angry_complaint_is_reviewed(tmp_path: Path) -> None:
         # The reply is kept under the agent that wrote it, and the hand-back is noted.
         lines = engine.transcript("c1")
         assert (lines[-2].role, lines[-2].agent) == ("assistant", "complaints_agent")
-        assert lines[-1].text == "→ handed to Order agent (complaint handled)"
+        assert (
+            lines[-1].text == "→ handed to Order agent (complaint reviewed, compensation to follow)"
+        )
+        assert lines[-3].text == (
+            "escalated to a human (complaint review: compensation promised within 24 hours)"
+        )
         thanks = await say(engine, "c1", "Thank you, that's all for today.", "Alex")
         assert thanks.result.status == "done"
         assert kinds(audit_of(engine, "c1")).count("approval_requested") == 1
@@ -487,7 +499,32 @@ async def test_angry_complaint_is_reviewed(tmp_path: Path) -> None:
         await say(engine, "c2", text, "Alex")
         await decide(engine, "c2", "escalate_to_senior")
         notes = [line.text for line in engine.transcript("c2") if line.role == "note"]
-        assert notes[-1] == "→ handed to Order agent (complaint passed on)"
+        assert notes[-1] == "→ handed to Order agent (complaint passed to a senior colleague)"
+        # Closed, nothing is left for a person.
+        await say(engine, "c3", text, "Alex")
+        await decide(engine, "c3", "close_ticket")
+        notes = [line.text for line in engine.transcript("c3") if line.role == "note"]
+        assert notes[-1] == "→ handed to Order agent (complaint handled)"
+        assert {e.thread_id for e in engine.escalations()} == {"c1", "c2"}
+
+
+async def test_a_complaint_after_a_refused_refund_is_about_the_refused_order(
+    tmp_path: Path,
+) -> None:
+    """Refused by its refund gate (in transit) after its id and owner passed, ORD-002 is the
+    order the conversation is on: the complaint that follows is shown to its reviewer under
+    it, not under ORD-005, asked about before (and nothing was paid for either)."""
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "c1", "Where is ORD-005?", "Sam")
+        refused = await say(engine, "c1", "I want a refund for ORD-002, I changed my mind", "Sam")
+        assert "In Transit" in refused.result.reply
+        angry = "This is unacceptable! My parcel is two weeks late!!!"
+        review = await say(engine, "c1", angry, "Sam")
+        assert review.result.pending is not None
+        assert review.result.pending.payload["order_id"] == "ORD-002"
+        asked = [e for e in audit_of(engine, "c1") if e.kind == "approval_requested"]
+        assert [e.detail["order_id"] for e in asked] == ["ORD-002"]
+        assert engine.shop.refunds() == []
 
 
 @pytest.mark.usefixtures("heavy_backend")

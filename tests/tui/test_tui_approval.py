@@ -264,6 +264,7 @@ async def test_the_complaint_dialog_names_the_order_and_what_each_answer_does(
             effects
         )
         assert "ShopBot pays nothing itself" in effects
+        assert "stays escalated until someone marks the promise kept" in effects
         assert "Senior review a senior agent" in effects and "Close ticket" in effects
 
 

@@ -53,7 +53,7 @@ from agents.graph.specialists.spec import (
 from agents.graph.specialists.tool_runner import invoke_tool, tool_runtime
 from agents.graph.state import SpecialistState
 from agents.graph.tools.domain import ORDER_BOUND_TOOLS
-from agents.graph.validation import GateVerdict
+from agents.graph.validation import ABOUT_ORDER, GateVerdict
 from agents.names import AGENT_TITLES
 from agents.safety.redaction import redact
 from gates import Remedy, normalise_order_id
@@ -88,6 +88,10 @@ class _ActStep:
         self.corrections: int = state.get("corrections", 0)
         # The question for a person this step staged (a refund, a complaint review).
         self.asking: dict[str, Any] | None = None
+        # The customer's own order a call was about whose later gate failed (a refund of an
+        # order not delivered): what the conversation is on now, for its summary and a
+        # complaint's reviewer. Nothing acts on it: only `validated` lets a tool run.
+        self.about_order: str | None = None
 
     # --- refusals before anything runs -----------------------------------------------
 
@@ -169,6 +173,7 @@ class _ActStep:
         verdict = GateVerdict.from_json(artifact.get("verdict") or {})
         self._report_checks(call, verdict)
         if verdict.error is not None:
+            self.about_order = verdict.facts.get(ABOUT_ORDER) or self.about_order
             return self._gate_failed(call, verdict)
         cleaned = {**(verdict.cleaned or {}), **verdict.facts}
         self.validated = self.validated or cleaned
@@ -280,6 +285,8 @@ class _ActStep:
 
     def update(self, **extra: Any) -> dict[str, Any]:
         found: dict[str, Any] = {}
+        if self.about_order:
+            found["order_id"] = self.about_order
         if self.validated:
             found["validated"] = self.validated
             if order_id := self.validated.get("order_id"):
