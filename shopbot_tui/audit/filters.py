@@ -171,11 +171,12 @@ class AuditFilterBar(Horizontal):
         # Fixed width in the .tcss, so a new number repaints the label, not the screen.
         self.query_one("#audit-count", Label).update(text, layout=False)
 
-    def open_select(self, select_id: str) -> None:
+    def open_select(self, select_id: str) -> Select[str]:
         """Focus the Select `select_id` and open its list."""
-        select = self.query_one(f"#{select_id}", Select)
+        select: Select[str] = self.query_one(f"#{select_id}", Select)
         select.focus()
         select.action_show_overlay()
+        return select
 
     def _stop_debounce(self) -> None:
         if self._debounce is not None:

@@ -189,6 +189,9 @@ class AuditViewerScreen(Screen[OpenAt | None]):
         self._count_text = ""
         # Held, not queried: a query walks the whole screen (the thread filter's options too).
         self._table = AuditEventTable(tz=self._tz, id="audit-table")
+        # The filter whose list its key opened, and the filters whose lists are watched.
+        self._picked_by_key: Select[str] | None = None
+        self._watched_lists: set[Select[str]] = set()
 
     def show_count(self, text: str) -> None:
         """Show `text` ("1,234 events") in the filter bar, or in the header when the bar has
@@ -516,15 +519,35 @@ class AuditViewerScreen(Screen[OpenAt | None]):
 
     def action_pick_thread(self) -> None:
         """Open the thread filter."""
-        self.query_one(AuditFilterBar).open_select("audit-thread")
+        self._pick("audit-thread")
 
     def action_pick_kind(self) -> None:
         """Open the kind filter."""
-        self.query_one(AuditFilterBar).open_select("audit-kind")
+        self._pick("audit-kind")
 
     def action_pick_period(self) -> None:
         """Open the time filter (the last hour, today, …)."""
-        self.query_one(AuditFilterBar).open_select("audit-when")
+        self._pick("audit-when")
+
+    def _pick(self, select_id: str) -> None:
+        """A filter's list opened by its key. Closed without a choice (esc), the keys go back
+        to the results, as after a choice: Textual leaves them on the filter, where the next
+        ↓ opened the list again and `o` reached no event."""
+        select = self.query_one(AuditFilterBar).open_select(select_id)
+        self._picked_by_key = select
+        if select not in self._watched_lists:
+            self._watched_lists.add(select)
+            self.watch(select, "expanded", partial(self._list_toggled, select), init=False)
+
+    def _list_toggled(self, select: Select[str], expanded: bool) -> None:
+        if not expanded and self._picked_by_key is select:
+            self._picked_by_key = None
+            # After the Select takes the focus back from its list (its own handler, next).
+            self.call_after_refresh(self._back_to_results, select)
+
+    def _back_to_results(self, select: Select[str]) -> None:
+        if self.focused is select:
+            self._table.focus()
 
     def action_export(self) -> None:
         """Export the filtered events to a JSON-lines file."""

@@ -800,6 +800,38 @@ async def test_enter_after_choosing_from_a_filter_opens_the_event_not_the_list_a
         assert screen.query_one("#audit-results").has_class("-reading")
 
 
+async def test_a_filter_list_closed_with_esc_gives_the_keys_back_to_the_results(
+    audit_path: Path,
+) -> None:
+    """Closed with esc, the list's keys stayed on the filter: ↓ opened it again, and the
+    footer offered only "Dismiss menu"."""
+    async with ViewerHost(audit_path).run_test(size=(120, 32)) as pilot:
+        screen, table = await opened(pilot)
+        for key, select_id in (("t", "audit-thread"), ("k", "audit-kind"), ("w", "audit-when")):
+            select = screen.query_one(f"#{select_id}", Select)
+            await pilot.press(key)
+            await settle(pilot)
+            assert select.expanded
+            await pilot.press("escape")
+            await settle(pilot)
+            assert not select.expanded and pilot.app.focused is table, key
+            assert pilot.app.screen is screen  # esc closed the list, not the viewer
+            row = table.cursor_row
+            await pilot.press("down")
+            await settle(pilot)
+            assert not select.expanded and table.cursor_row == row + 1, key
+            await pilot.press("up")
+        # Reached with tab, a filter keeps the keys when its list closes: the person is there.
+        kinds = screen.query_one("#audit-kind", Select)
+        kinds.focus()
+        await pilot.press("enter")
+        await settle(pilot)
+        assert kinds.expanded
+        await pilot.press("escape")
+        await settle(pilot)
+        assert pilot.app.focused is kinds
+
+
 async def test_enter_opens_the_event_large_and_esc_gives_the_table_its_room_back(
     audit_path: Path,
 ) -> None:
