@@ -625,3 +625,12 @@ def test_resume_above_the_reviewers_limit_is_refused_in_one_line_and_stays_pendi
     assert main(["resume", "big", "approve", "--offline", "--json"]) == 0
     paid = json.loads(capsys.readouterr().out)
     assert paid["status"] == "done" and paid["pending"] is None
+
+
+def test_the_kinds_docs_cli_md_lists_are_the_audit_logs_kinds() -> None:
+    """It left out three kinds that `--kind` takes, so a reader never filtered by them."""
+    from agents.backend import AUDIT_KINDS
+
+    docs = (Path(__file__).parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    paragraph = docs.split("- `--kind KIND`:", 1)[1].split("\n- ", 1)[0]
+    assert set(re.findall(r"`([a-z_]+)`", paragraph)) == set(AUDIT_KINDS)
