@@ -122,11 +122,13 @@ def refund_approval_payload(
     }
 
 
-def complaint_order(state: Mapping[str, Any]) -> str | None:
-    """The order a complaint is about, for its reviewer: the one the conversation is on, or
-    else the first the complaint names (as written, not looked up: only a person reads it)."""
-    named = order_ids_meant(latest_customer_words(state["messages"]))
-    return state.get("order_id") or (named[0] if named else None)
+def complaint_order(state: Mapping[str, Any], named: str | None = None) -> str | None:
+    """The order a complaint is about, for its reviewer: `named`, the first the complaint
+    names that the conversation may see (the tool looked it up), else the one the
+    conversation is on, else the first the complaint names as written (only a person reads
+    it)."""
+    written = order_ids_meant(latest_customer_words(state["messages"]))
+    return named or state.get("order_id") or (written[0] if written else None)
 
 
 def complaint_review_payload(

@@ -147,7 +147,10 @@ def _order_gates(
 def with_check(
     verdict: GateVerdict, gate: str, result: GateResult, passed_detail: str
 ) -> GateVerdict:
-    """`verdict` with one more gate after it (its cleaned data kept when that one passes)."""
+    """`verdict` with one more gate after it (its cleaned data kept when that one passes); a
+    failed verdict stays as it failed."""
+    if not verdict.ok:
+        return verdict
     ok, value = result
     if ok:
         check = GateCheck(gate, True, passed_detail)

@@ -527,6 +527,22 @@ async def test_a_complaint_after_a_refused_refund_is_about_the_refused_order(
         assert engine.shop.refunds() == []
 
 
+async def test_a_complaint_naming_another_of_the_customers_orders_is_reviewed_under_it(
+    tmp_path: Path,
+) -> None:
+    """On ORD-001 since its lookup, the conversation's complaint about ORD-004 went to its
+    reviewer under ORD-001. An order the customer may not see is not shown for it."""
+    async with open_engine(tmp_path) as engine:
+        await say(engine, "c1", "Where is ORD-001?", "Alex")
+        review = await say(engine, "c1", "This is unacceptable!!! ORD-004 arrived smashed", "Alex")
+        assert review.result.pending is not None
+        assert review.result.pending.payload["order_id"] == "ORD-004"
+        await say(engine, "c2", "Where is ORD-001?", "Alex")
+        review = await say(engine, "c2", "This is unacceptable!!! ORD-005 arrived smashed", "Alex")
+        assert review.result.pending is not None
+        assert review.result.pending.payload["order_id"] == "ORD-001"  # Sam's is not shown
+
+
 @pytest.mark.usefixtures("heavy_backend")
 async def test_no_money_moves_in_a_conversation_without_a_customer(tmp_path: Path) -> None:
     """Begun without a customer, it refunded Sam's ORD-005 and then Alex's ORD-001."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from agents.backend import Escalation, Reviewer
+from agents.events import COMPLAINT_OPTIONS
+from agents.graph.replies import COMPLAINT_DECISIONS, COMPLAINT_HANDED_BACK
 from agents.runner.engine import ShopBotEngine
 from agents.store.threads import ThreadRegistry
 from tests.support.engine import audit_of, decide, kinds, open_engine, say
@@ -68,7 +70,7 @@ async def test_escalated_again_before_it_is_handled_keeps_its_first_time(tmp_pat
         assert len(engine.escalations()) == 1
 
 
-async def test_a_reviewer_escalating_a_decision_queues_it_and_other_answers_do_not(
+async def test_a_reviewer_escalating_or_promising_compensation_queues_it_and_no_other_answer(
     tmp_path: Path,
 ) -> None:
     async with open_engine(tmp_path) as engine:
@@ -76,9 +78,20 @@ async def test_a_reviewer_escalating_a_decision_queues_it_and_other_answers_do_n
         await decide(engine, "angry", "escalate_to_senior")
         await say(engine, "refund", "I want a refund for ORD-005, the speaker crackles", "Sam")
         await decide(engine, "refund", "reject")
-        assert [e.thread_id for e in engine.escalations()] == ["angry"]
+        await say(engine, "closed", ANGRY, "Jordan")
+        await decide(engine, "closed", "close_ticket")
+        await say(engine, "owed", ANGRY, "Jordan")
+        await decide(engine, "owed", "provide_compensation")
+        assert [e.thread_id for e in engine.escalations()] == ["angry", "owed"]
         escalation = open_escalation(engine, "angry")
         assert escalation is not None and "escalated by the reviewer" in escalation.reason
+        owed = open_escalation(engine, "owed")
+        assert owed is not None and "compensation promised" in owed.reason
+
+
+def test_every_answer_to_a_complaint_has_its_words_and_its_note() -> None:
+    """A missing one would fail after the decision was recorded, and ask it again."""
+    assert set(COMPLAINT_DECISIONS) == set(COMPLAINT_HANDED_BACK) == set(COMPLAINT_OPTIONS)
 
 
 async def test_the_queue_outlives_the_process(tmp_path: Path) -> None:

@@ -188,7 +188,7 @@ class _ActStep:
                 cleaned,
                 self.checks,
                 self.runtime.context.customer,
-                complaint_order(self.state),
+                complaint_order(self.state, artifact.get("named")),
             )
         else:
             self.answers.append(tool_answer(call, str(result.content)))

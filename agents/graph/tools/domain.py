@@ -19,7 +19,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool, tool
 
-from agents.graph.history import customer_words
+from agents.graph.history import customer_words, latest_customer_words
 from agents.graph.schemas import (
     ComplaintExtraction,
     OrderExtraction,
@@ -40,6 +40,7 @@ from gates import (
     AUTO_REFUND_LIMIT,
     REFUNDABLE_STATUS,
     needs_review,
+    order_ids_meant,
     validate_ownership,
     validate_refund_action,
 )
@@ -75,6 +76,16 @@ def _visible_order(order_id: str, this: Turn) -> Order | None:
         return None
     owned, _ = validate_ownership(order.order_id, order.customer, this.customer)
     return order if owned else None
+
+
+def _named_order(this: Turn, runtime: ToolRuntime[Any, Any]) -> str | None:
+    """The first order the customer's latest words name that this conversation may see: the
+    one a complaint is about, for its reviewer (looked up here, off the event loop)."""
+    state = runtime.state if isinstance(runtime.state, dict) else {}
+    for order_id in order_ids_meant(latest_customer_words(state.get("messages", []))):
+        if _visible_order(order_id, this) is not None:
+            return order_id
+    return None
 
 
 def _not_found(order_id: str) -> str:
@@ -157,7 +168,7 @@ def process_refund(order_id: str, reason: str, runtime: ToolRuntime[Any, Any]) -
 @tool(args_schema=ComplaintExtraction, response_format="content_and_artifact")
 def file_complaint(issue_summary: str, sentiment: str, runtime: ToolRuntime[Any, Any]) -> Outcome:
     """File the customer's complaint."""
-    _, verdict = _checked(
+    this, verdict = _checked(
         check_complaint, {"issue_summary": issue_summary, "sentiment": sentiment}, runtime
     )
     if verdict.cleaned is None:
@@ -165,7 +176,8 @@ def file_complaint(issue_summary: str, sentiment: str, runtime: ToolRuntime[Any,
     filed = verdict.cleaned
     if needs_review(filed["sentiment"]):
         # An angry or frustrated customer: a person decides what happens next.
-        return _passed("Waiting for a person's review.", verdict, review=True)
+        named = _named_order(this, runtime)
+        return _passed("Waiting for a person's review.", verdict, review=True, named=named)
     text = (
         f"Complaint recorded: “{filed['issue_summary']}” (sentiment: {filed['sentiment']}). "
         "Acknowledge the customer's specific problem and say that the customer care team will "
