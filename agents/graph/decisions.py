@@ -127,8 +127,10 @@ def complaint_order(state: Mapping[str, Any], named: str | None = None) -> str |
     names that the conversation may see (the tool looked it up), else the one the
     conversation is on, else the first the complaint names as written (only a person reads
     it)."""
+    if known := named or state.get("order_id"):
+        return str(known)
     written = order_ids_meant(latest_customer_words(state["messages"]))
-    return named or state.get("order_id") or (written[0] if written else None)
+    return written[0] if written else None
 
 
 def complaint_review_payload(
@@ -170,7 +172,7 @@ def complaint_review_payload(
 
 
 def _with_article(word: str) -> str:
-    """ "an angry", "a frustrated" """
+    """`word` after its article: "an angry", "a frustrated"."""
     return f"{'an' if word[:1].lower() in tuple('aeiou') else 'a'} {word}"
 
 

@@ -189,9 +189,8 @@ class AuditViewerScreen(Screen[OpenAt | None]):
         self._count_text = ""
         # Held, not queried: a query walks the whole screen (the thread filter's options too).
         self._table = AuditEventTable(tz=self._tz, id="audit-table")
-        # The filter whose list its key opened, and the filters whose lists are watched.
+        # The filter whose list its key opened (see `_pick`).
         self._picked_by_key: Select[str] | None = None
-        self._watched_lists: set[Select[str]] = set()
 
     def show_count(self, text: str) -> None:
         """Show `text` ("1,234 events") in the filter bar, or in the header when the bar has
@@ -226,6 +225,8 @@ class AuditViewerScreen(Screen[OpenAt | None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        for select in self.query_one(AuditFilterBar).query(Select).results(Select):
+            self.watch(select, "expanded", partial(self._list_toggled, select), init=False)
         table = self.query_one(AuditEventTable)
         table.set_kind_styles(kind_styles(self.app.theme_variables))
         self.app.theme_changed_signal.subscribe(self, self._restyle)
@@ -533,11 +534,7 @@ class AuditViewerScreen(Screen[OpenAt | None]):
         """A filter's list opened by its key. Closed without a choice (esc), the keys go back
         to the results, as after a choice: Textual leaves them on the filter, where the next
         ↓ opened the list again and `o` reached no event."""
-        select = self.query_one(AuditFilterBar).open_select(select_id)
-        self._picked_by_key = select
-        if select not in self._watched_lists:
-            self._watched_lists.add(select)
-            self.watch(select, "expanded", partial(self._list_toggled, select), init=False)
+        self._picked_by_key = self.query_one(AuditFilterBar).open_select(select_id)
 
     def _list_toggled(self, select: Select[str], expanded: bool) -> None:
         if not expanded and self._picked_by_key is select:
